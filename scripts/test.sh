@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The one test command: on a fresh machine it makes the environment, installs everything pinned, and
+# runs ruff, mypy and pytest. Safe to run again: a step that is already done is quick.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+setup_test_env
+
+echo "== ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "== mypy"
+.venv/bin/mypy
+echo "== pytest"
+.venv/bin/pytest "$@"

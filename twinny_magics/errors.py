@@ -1,0 +1,118 @@
+"""Every error twinny_magics raises, as one tree.
+
+::
+
+    TwinnyError                      base; str(e) is a message a person can act on
+    ├── ServerError                  talking to the model server went wrong
+    │   ├── ServerUnreachable        connection refused, unknown host, closed mid-connect
+    │   ├── ServerTimeout            no answer within the timeout
+    │   ├── AuthRefused              401/403: the API key is missing or wrong
+    │   ├── ModelNotFound            the server does not have that model
+    │   ├── ToolsRefused             the server will not take the ``tools`` field
+    │   ├── ToolHistoryRefused       it takes tools but not tool messages in history
+    │   ├── PromptTooLong            the prompt does not fit the server's window
+    │   ├── StreamCut                the stream ended before the reply finished
+    │   └── MalformedStream          a line of the stream could not be read
+    ├── EmbeddedServerUnavailable    the embedded llama.cpp server cannot start (names the install step)
+    ├── WorkspaceError               a tool was asked for something outside the workspace rules
+    └── ModelFeedback                something the *model* did wrong; ``feedback`` is what it will read
+        ├── CallFormatError          a tool call that could not be read (feedback has an example)
+        └── UnknownTool              a call of a tool that was not offered
+
+Errors the model can act on carry the text the model will read (``feedback``); errors the user must act
+on carry the text the cell will show (``str(e)``). Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+
+class TwinnyError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ServerError(TwinnyError):
+    """The model server could not be used for this request.
+
+    ``status`` is the HTTP status when there was one; ``body`` the server's own words (shortened).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, body: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class ServerUnreachable(ServerError):
+    """Nothing answered at the server's address."""
+
+
+class ServerTimeout(ServerError):
+    """The server did not answer in time."""
+
+
+class AuthRefused(ServerError):
+    """The server refused the credentials (HTTP 401/403)."""
+
+
+class ModelNotFound(ServerError):
+    """The server does not serve the requested model."""
+
+
+class ToolsRefused(ServerError):
+    """The server refused the request because of its ``tools`` field."""
+
+
+class ToolHistoryRefused(ServerError):
+    """The server refused tool calls/results in the history of a request that offers no tools."""
+
+
+class PromptTooLong(ServerError):
+    """The server refused the prompt as longer than its window.
+
+    ``prompt_tokens`` and ``window`` are the server's own numbers when it said them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        prompt_tokens: int | None = None,
+        window: int | None = None,
+        status: int | None = None,
+        body: str | None = None,
+    ) -> None:
+        super().__init__(message, status=status, body=body)
+        self.prompt_tokens = prompt_tokens
+        self.window = window
+
+
+class StreamCut(ServerError):
+    """The stream ended (or the connection dropped) before the reply was finished."""
+
+
+class MalformedStream(ServerError):
+    """A line of the stream was not valid SSE/JSON."""
+
+
+class EmbeddedServerUnavailable(TwinnyError):
+    """The embedded llama.cpp server cannot be started; the message names what to install."""
+
+
+class WorkspaceError(TwinnyError):
+    """A path or action outside what the workspace allows."""
+
+
+class ModelFeedback(TwinnyError):
+    """Something the model did that it can correct; ``feedback`` is the text it will read."""
+
+    def __init__(self, feedback: str) -> None:
+        super().__init__(feedback)
+        self.feedback = feedback
+
+
+class CallFormatError(ModelFeedback):
+    """A tool call that could not be read."""
+
+
+class UnknownTool(ModelFeedback):
+    """A call of a tool that was not offered."""
