@@ -147,7 +147,8 @@ def render(messages: list[Message], mode: Mode) -> list[dict[str, Any]]:
         if role == "assistant" and message.calls and not text:
             # A native call being re-said in text mode (the fallback): write it in the text protocol.
             text = "\n".join(
-                f'```tool\n{{"name": "{c.name}", "arguments": {c.arguments_json()}}}\n```' for c in message.calls
+                f'```tool\n{{"name": "{c.name}", "arguments": {c.arguments_json()}}}\n```'
+                for c in message.calls
             )
         if out and role == "user" and out[-1]["role"] == "user":
             out[-1]["content"] += "\n\n" + text

@@ -1,0 +1,241 @@
+"""The plan, the estimator, cutting one result and trimming a conversation (SPEC §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twinny_magics.budget import (
+    TRIMMED_NOTE,
+    ContextPlan,
+    TokenEstimator,
+    cut_result,
+    fit,
+    plan_context,
+    request_chars,
+    trimmed_stub,
+)
+from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, system, tool_result, user
+
+
+@pytest.mark.parametrize(
+    ("window", "expected"),
+    [
+        # window, reply, limit, target, result_chars, notes_chars
+        (2048, ContextPlan(2048, 409, 1434, 932, 2000, 1200)),
+        (4096, ContextPlan(4096, 819, 2867, 1863, 2703, 1200)),
+        (8192, ContextPlan(8192, 1638, 5734, 3727, 5406, 2162)),
+        (32768, ContextPlan(32768, 2048, 27443, 17837, 21626, 6000)),
+        (131072, ContextPlan(131072, 2048, 115916, 75345, 30000, 6000)),
+        # A tiny window: the limit never goes under 512.
+        (512, ContextPlan(512, 102, 512, 332, 2000, 1200)),
+        (0, ContextPlan(0, 0, 512, 332, 2000, 1200)),
+    ],
+)
+def test_plan_shares_the_window_as_the_spec_says(window: int, expected: ContextPlan) -> None:
+    assert plan_context(window) == expected
+
+
+def test_plan_result_and_notes_sizes_follow_the_chars_per_token() -> None:
+    plan = plan_context(8192, chars_per_token=4.0)
+    assert (plan.result_chars, plan.notes_chars) == (6553, 2621)
+    assert plan_context(8192, 4.0).limit == plan_context(8192).limit
+
+
+def test_plan_is_frozen() -> None:
+    plan = plan_context(4096)
+    with pytest.raises(AttributeError):
+        plan.limit = 1  # type: ignore[misc]
+
+
+def test_estimator_starts_at_three_point_three_and_rounds_up() -> None:
+    estimator = TokenEstimator()
+    assert estimator.ratio == 3.3
+    assert estimator.tokens(0) == 0
+    assert estimator.tokens(33) == 10
+    assert estimator.tokens(34) == 11
+
+
+@pytest.mark.parametrize(
+    ("chars", "prompt_tokens", "ratio"),
+    [
+        (1000, 250, 4.0),
+        (1000, 1000, 2.0),  # clamped up
+        (1000, 100, 6.0),  # clamped down
+        (199, 10, 3.3),  # under 200 characters teaches nothing
+        (1000, 0, 3.3),  # a zero count teaches nothing
+    ],
+)
+def test_estimator_learns_from_reported_prompt_tokens(chars: int, prompt_tokens: int, ratio: float) -> None:
+    estimator = TokenEstimator()
+    estimator.observe(chars, prompt_tokens)
+    assert estimator.ratio == pytest.approx(ratio)
+
+
+def test_estimator_keeps_a_history_of_what_it_learned() -> None:
+    estimator = TokenEstimator()
+    estimator.observe(1200, 400)
+    estimator.observe(100, 50)
+    assert len(estimator.history) == 1
+    assert estimator.history[0].ratio_before == 3.3
+    assert estimator.history[0].ratio_after == 3.0
+
+
+def test_estimator_clamps_a_given_ratio() -> None:
+    assert TokenEstimator(ratio=9).ratio == 6.0
+    assert TokenEstimator(ratio=1).ratio == 2.0
+
+
+def test_short_result_is_not_cut() -> None:
+    assert cut_result("abc\ndef", 2000) == ("abc\ndef", 0)
+
+
+def test_long_result_is_cut_on_a_line_boundary_with_a_note() -> None:
+    text = "".join(f"line {n:04d} of the listing\n" for n in range(500))
+    cut, left_out = cut_result(text, 2000)
+    assert len(cut) <= 2000
+    body, note = cut.rsplit("\n[", 1)
+    assert body.endswith("of the listing")
+    assert left_out == len(text) - len(body)
+    assert f"{left_out:,} more characters were left out" in note
+    assert "Ask for less at a time" in note
+
+
+def test_cut_falls_mid_line_when_the_last_newline_would_lose_more_than_half() -> None:
+    text = "short\n" + "x" * 10000
+    cut, left_out = cut_result(text, 2000)
+    assert 1990 <= len(cut) <= 2000  # the note is sized for the worst count of digits
+    assert cut.startswith("short\nxxx")
+    assert left_out == len(text) - cut.index("\n[")
+
+
+@given(st.text(min_size=0, max_size=5000), st.integers(min_value=300, max_value=4000))
+def test_cut_result_never_exceeds_its_size_and_keeps_a_prefix(text: str, max_chars: int) -> None:
+    cut, left_out = cut_result(text, max_chars)
+    assert len(cut) <= max(max_chars, len(text))
+    if left_out:
+        assert text.startswith(cut[: len(text) - left_out])
+    else:
+        assert cut == text
+
+
+def test_trimmed_stub_keeps_the_first_line_up_to_160_characters() -> None:
+    assert trimmed_stub("src/a.py:1: hello\nmore") == f"src/a.py:1: hello\n{TRIMMED_NOTE}"
+    assert trimmed_stub("y" * 300) == "y" * 160 + "\n" + TRIMMED_NOTE
+
+
+# -- fit ----------------------------------------------------------------------------------------------
+
+
+def result(step: int, size: int, name: str = "read_file") -> Message:
+    output = f"{name} result of step {step}\n" + "z" * size
+    return tool_result(ToolResult(ToolCall(name, {"path": f"f{step}.py"}), output, step))
+
+
+def conversation(steps: int, size: int) -> list[Message]:
+    messages = [system("You are a coding agent."), user("What does f do?")]
+    for step in range(1, steps + 1):
+        messages.append(assistant("", (ToolCall("read_file", {"path": f"f{step}.py"}),)))
+        messages.append(result(step, size))
+    return messages
+
+
+def chars_count(messages: Sequence[Message]) -> int:
+    """A deterministic estimate for the tests: 3.3 chars a token over the native request."""
+    return TokenEstimator().tokens(request_chars(messages, "native"))
+
+
+def test_fit_does_nothing_under_the_limit() -> None:
+    messages = conversation(2, 100)
+    done = fit(messages, limit=10_000, target=6_500, count=chars_count)
+    assert done.messages == messages
+    assert done.trims == ()
+    assert done.estimate == done.estimate_before
+
+
+def test_fit_trims_oldest_steps_first_and_stops_at_target() -> None:
+    messages = conversation(6, 3300)  # about 1,000 tokens per result
+    before = chars_count(messages)
+    limit = before - 10
+    target = before - 2500  # three results' worth
+    done = fit(messages, limit, target, chars_count)
+    assert done.estimate <= target
+    assert [t.step for t in done.trims] == [1, 2, 3]
+    assert all(t.pass_number == 1 for t in done.trims)
+    trimmed = [m.result for m in done.messages if m.result is not None and m.result.trimmed]
+    assert [r.step for r in trimmed] == [1, 2, 3]
+    assert trimmed[0].output.endswith(TRIMMED_NOTE)
+    assert trimmed[0].original is not None
+    assert trimmed[0].original.startswith("read_file result of step 1")
+
+
+def test_fit_reaches_the_newest_steps_only_in_later_passes() -> None:
+    messages = conversation(3, 3300)
+    done = fit(messages, limit=100, target=50, count=chars_count)
+    assert [(t.step, t.pass_number) for t in done.trims] == [(1, 1), (2, 2), (3, 3)]
+    assert done.over_limit  # the system prompt and the question alone weigh more than 100 tokens
+
+
+def test_fit_does_not_touch_the_original_messages() -> None:
+    messages = conversation(4, 3300)
+    snapshot = list(messages)
+    fit(messages, limit=100, target=50, count=chars_count)
+    assert messages == snapshot
+    assert all(m.result is None or not m.result.trimmed for m in messages)
+
+
+def test_fit_skips_results_already_as_short_as_a_stub() -> None:
+    messages = [system("s"), user("q"), result(1, 0), result(2, 5000)]
+    done = fit(messages, limit=10, target=5, count=chars_count)
+    assert [t.step for t in done.trims] == [2]
+
+
+def test_fit_counts_what_the_request_adds() -> None:
+    messages = conversation(4, 3300)
+    extra = "x" * 20_000
+
+    def with_extra(ms: Sequence[Message]) -> int:
+        return chars_count(ms) + TokenEstimator().tokens(len(extra))
+
+    plain = fit(messages, limit=6000, target=4000, count=chars_count)
+    heavier = fit(messages, limit=6000, target=4000, count=with_extra)
+    assert plain.trims == ()
+    assert len(heavier.trims) == 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=4000), min_size=1, max_size=12),
+    limit=st.integers(min_value=50, max_value=20_000),
+)
+def test_fit_reaches_target_when_it_can_and_trims_the_newest_step_last(sizes: list[int], limit: int) -> None:
+    messages: list[Message] = [system("sys"), user("question")]
+    for step, size in enumerate(sizes, start=1):
+        messages.append(assistant("", (ToolCall("grep", {"pattern": "x"}),)))
+        messages.append(result(step, size, "grep"))
+    target = (65 * limit) // 100
+    done = fit(messages, limit, target, chars_count)
+    if chars_count(messages) <= limit:
+        assert done.trims == ()
+        return
+    everything_trimmed = [
+        m.with_result(ToolResult(m.result.call, trimmed_stub(m.result.output), m.result.step, trimmed=True))
+        if m.result is not None and len(trimmed_stub(m.result.output)) < len(m.result.output)
+        else m
+        for m in messages
+    ]
+    if chars_count(everything_trimmed) <= target:
+        assert done.estimate <= target
+    newest = len(sizes)
+    for trim in done.trims:
+        if trim.step == newest:
+            assert trim.pass_number == 3
+        if trim.step == newest - 1:
+            assert trim.pass_number >= 2
+    # Oldest first within a pass.
+    for number in (1, 2, 3):
+        steps = [t.step for t in done.trims if t.pass_number == number]
+        assert steps == sorted(steps)

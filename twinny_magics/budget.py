@@ -1,0 +1,250 @@
+"""The context budget: the plan for a window, the token estimate, cutting and trimming tool results.
+
+Pure: no I/O. The loop asks the server for its window, calls :func:`plan_context`, estimates each request
+with a :class:`TokenEstimator` (or anything with the same ``count`` shape), and calls :func:`fit` before
+every request so that the request stays under the plan's ``limit``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .conversation import Message, Mode, render
+
+#: Where the estimate starts: 3.3 characters a token errs towards too many tokens, since code, paths,
+#: JSON and logs run denser than prose. Too many is the safe side: it trims a little early instead of
+#: letting the server cut the front of the conversation.
+DEFAULT_CHARS_PER_TOKEN = 3.3
+MIN_RATIO = 2.0
+MAX_RATIO = 6.0
+#: A prompt this short is mostly chat-template overhead; its ratio says nothing about the text.
+MIN_OBSERVED_CHARS = 200
+
+REPLY_SHARE = 0.2
+MAX_REPLY_TOKENS = 2048
+MIN_LIMIT = 512
+TRIMMED_NOTE = "[The rest was trimmed to save context. Run the tool again if you need it.]"
+TRIMMED_FIRST_LINE = 160
+
+
+@dataclass(frozen=True)
+class ContextPlan:
+    """How a window of ``window`` tokens is shared out (all in tokens but the two ``*_chars``)."""
+
+    window: int
+    reply: int
+    limit: int
+    target: int
+    result_chars: int
+    notes_chars: int
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, value))
+
+
+def _floor(value: float) -> int:
+    # Round away float noise first (8192 * 3.3 * 0.2 must not become 5406.719999…) before flooring.
+    return math.floor(round(value, 6))
+
+
+def plan_context(window_tokens: int, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> ContextPlan:
+    """Share a window out: reply share, request limit, trim target, per-result and notes sizes."""
+    w = max(0, int(window_tokens))
+    # Held back for the reply itself (the answer, or the next call's arguments): a request that fills the
+    # window to the brim gets a reply cut after a few tokens, with no error from the server.
+    reply = min(MAX_REPLY_TOKENS, w // 5)
+    limit = max(MIN_LIMIT, (9 * w) // 10 - reply)
+    # Trimming goes past the limit down to 65% of it, so that it is not needed again one step later.
+    target = (65 * limit) // 100
+    result_chars = _clamp(_floor(w * chars_per_token * 0.2), 2000, 30000)
+    notes_chars = _clamp(_floor(w * chars_per_token * 0.08), 1200, 6000)
+    return ContextPlan(w, reply, limit, target, result_chars, notes_chars)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One server-reported prompt size: the characters we sent and the tokens it counted."""
+
+    chars: int
+    prompt_tokens: int
+    ratio_before: float
+    ratio_after: float
+
+
+class TokenEstimator:
+    """Tokens from characters, with a ratio learned from what the server reports.
+
+    How it learns: each usable observation *replaces* the ratio (the article's method). Measured on
+    growing agent conversations against llama.cpp's exact counts (``benchmarks/bench_estimator.py``),
+    replacing erred less than smoothing: a request's prompt is the previous prompt plus a little, so the
+    previous whole-prompt ratio is the best single guess, while an average drags in the ratio of
+    shorter, differently mixed prompts. See that benchmark's table for the numbers.
+    """
+
+    def __init__(self, ratio: float = DEFAULT_CHARS_PER_TOKEN) -> None:
+        self.ratio = _clamp_ratio(ratio)
+        self.history: list[Observation] = []
+
+    def tokens(self, chars: int) -> int:
+        """Estimated tokens for ``chars`` characters (rounded up)."""
+        if chars <= 0:
+            return 0
+        return math.ceil(chars / self.ratio)
+
+    def observe(self, chars: int, prompt_tokens: int) -> None:
+        """Learn from a request of ``chars`` characters that the server counted as ``prompt_tokens``."""
+        if chars < MIN_OBSERVED_CHARS or prompt_tokens <= 0:
+            return
+        before = self.ratio
+        self.ratio = _clamp_ratio(chars / prompt_tokens)
+        self.history.append(Observation(chars, prompt_tokens, before, self.ratio))
+
+    def __repr__(self) -> str:
+        return f"TokenEstimator(ratio={self.ratio:.3f}, observations={len(self.history)})"
+
+
+def _clamp_ratio(ratio: float) -> float:
+    return min(MAX_RATIO, max(MIN_RATIO, float(ratio)))
+
+
+# -- what a request weighs ---------------------------------------------------------------------------
+
+#: Characters a chat template adds around each message (role markers, separators): about 5 tokens.
+MESSAGE_OVERHEAD_CHARS = 16
+
+
+def message_chars(message: dict[str, Any]) -> int:
+    """Characters one rendered message weighs: its text, its calls' JSON and the template's markers."""
+    chars = MESSAGE_OVERHEAD_CHARS + len(message.get("content") or "")
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {})
+        chars += len(function.get("name", "")) + len(function.get("arguments", "")) + 12
+    return chars
+
+
+def tools_chars(tools: Sequence[dict[str, Any]] | None) -> int:
+    """Characters the tool definitions add to a native request (the template renders their JSON)."""
+    if not tools:
+        return 0
+    return len(json.dumps(list(tools), ensure_ascii=False, separators=(", ", ": ")))
+
+
+def request_chars(
+    messages: Sequence[Message],
+    mode: Mode,
+    tools: Sequence[dict[str, Any]] | None = None,
+    extra: str = "",
+) -> int:
+    """Characters of a whole request: the rendered messages, the tool definitions, any added text."""
+    rendered = render(list(messages), mode)
+    return sum(message_chars(m) for m in rendered) + tools_chars(tools) + len(extra)
+
+
+# -- one result that is too long ---------------------------------------------------------------------
+
+
+def cut_note(left_out: int) -> str:
+    """The note that ends a cut result."""
+    return (
+        f"\n[{left_out:,} more characters were left out. "
+        "Ask for less at a time: a line range, a narrower pattern or a subfolder.]"
+    )
+
+
+def cut_result(text: str, max_chars: int) -> tuple[str, int]:
+    """Cut ``text`` to at most ``max_chars`` on a line boundary; return it and how many chars left out.
+
+    The note is counted inside ``max_chars``. The cut falls on the last newline before the limit unless
+    that would lose more than half of what fits, in which case it falls mid-line.
+    """
+    if len(text) <= max_chars:
+        return text, 0
+    room = max(0, max_chars - len(cut_note(len(text))))
+    newline = text.rfind("\n", 0, room + 1)
+    end = newline if newline >= room / 2 else room
+    left_out = len(text) - end
+    return text[:end] + cut_note(left_out), left_out
+
+
+def trimmed_stub(text: str) -> str:
+    """What a trimmed result becomes: its first line (at most 160 chars) and the trimmed note."""
+    first = text.split("\n", 1)[0][:TRIMMED_FIRST_LINE]
+    return f"{first}\n{TRIMMED_NOTE}"
+
+
+# -- fitting a conversation under the limit ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Trim:
+    """One result trimmed by :func:`fit`: where it is, which step made it, and in which pass."""
+
+    index: int
+    step: int
+    tool: str
+    chars_before: int
+    chars_after: int
+    pass_number: int
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What :func:`fit` did: the messages to send, the trims, and the estimate before and after."""
+
+    messages: list[Message]
+    trims: tuple[Trim, ...] = ()
+    estimate_before: int = 0
+    estimate: int = 0
+    limit: int = 0
+    target: int = 0
+    over_limit: bool = False
+
+
+def fit(
+    messages: Sequence[Message],
+    limit: int,
+    target: int,
+    count: Callable[[Sequence[Message]], int],
+    newest_step: int | None = None,
+) -> Fit:
+    """Trim tool results until ``count(messages)`` is at or under ``target``, when it is over ``limit``.
+
+    Three passes, each oldest first, each stopping as soon as the estimate reaches the target: results of
+    steps older than the two most recent; then of any step but the newest; then any. ``count`` estimates
+    the whole request (messages plus what the request adds), so trimming is judged on what is sent.
+    """
+    current = list(messages)
+    before = count(current)
+    if before <= limit:
+        return Fit(current, (), before, before, limit, target, False)
+    steps = [m.result.step for m in current if m.result is not None]
+    newest = newest_step if newest_step is not None else max(steps, default=0)
+    passes: tuple[Callable[[int], bool], ...] = (
+        lambda step: step < newest - 1,
+        lambda step: step < newest,
+        lambda step: True,
+    )
+    trims: list[Trim] = []
+    estimate = before
+    for number, eligible in enumerate(passes, start=1):
+        for index, message in enumerate(current):
+            if estimate <= target:
+                break
+            result = message.result
+            if result is None or result.trimmed or not eligible(result.step):
+                continue
+            stub = trimmed_stub(result.output)
+            if len(stub) >= len(result.output):
+                continue  # already as short as a stub: trimming it would save nothing
+            trimmed = replace(result, output=stub, original=result.full_text, trimmed=True)
+            current[index] = message.with_result(trimmed)
+            trims.append(Trim(index, result.step, result.call.name, len(result.output), len(stub), number))
+            estimate = count(current)
+        if estimate <= target:
+            break
+    return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
