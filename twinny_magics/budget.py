@@ -231,20 +231,31 @@ def fit(
     )
     trims: list[Trim] = []
     estimate = before
+    # Each trim changes one message, so the estimate moves by that message's own difference: recounting
+    # the whole conversation after every trim would make fitting quadratic in its length. The exact count
+    # is taken again when a pass stops; if rounding stopped it early, the same pass goes on.
     for number, eligible in enumerate(passes, start=1):
-        for index, message in enumerate(current):
-            if estimate <= target:
-                break
-            result = message.result
-            if result is None or result.trimmed or not eligible(result.step):
-                continue
-            stub = trimmed_stub(result.output)
-            if len(stub) >= len(result.output):
-                continue  # already as short as a stub: trimming it would save nothing
-            trimmed = replace(result, output=stub, original=result.full_text, trimmed=True)
-            current[index] = message.with_result(trimmed)
-            trims.append(Trim(index, result.step, result.call.name, len(result.output), len(stub), number))
+        while estimate > target:
+            trimmed_any = False
+            for index, message in enumerate(current):
+                if estimate <= target:
+                    break
+                result = message.result
+                if result is None or result.trimmed or not eligible(result.step):
+                    continue
+                stub = trimmed_stub(result.output)
+                if len(stub) >= len(result.output):
+                    continue  # already as short as a stub: trimming it would save nothing
+                trimmed = message.with_result(
+                    replace(result, output=stub, original=result.full_text, trimmed=True)
+                )
+                estimate -= count([message]) - count([trimmed])
+                current[index] = trimmed
+                trims.append(
+                    Trim(index, result.step, result.call.name, len(result.output), len(stub), number)
+                )
+                trimmed_any = True
             estimate = count(current)
-        if estimate <= target:
-            break
+            if not trimmed_any:
+                break
     return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
