@@ -1,0 +1,53 @@
+"""What every tool shares: the limits it keeps to and the output it returns.
+
+Kept apart from the tools so that the registry, the edits and the loop can import these two small types
+without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from twinny_magics.tools.edits import PendingEdit
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """How much one tool call may return or spend (defaults from SPEC §6).
+
+    The limits are per call, not per file: a small model's window holds only a few results, so each one
+    must stay small and say how to ask for more.
+    """
+
+    read_lines: int = 150
+    line_chars: int = 200
+    grep_matches: int = 40
+    grep_per_file: int = 10
+    list_entries: int = 150
+    find_results: int = 100
+    command_timeout: float = 120.0
+    command_tail: int = 4000
+    # A walk (find, grep, name suggestions) stops after this many entries, so a workspace that turns
+    # out to be a whole home folder cannot stall the kernel.
+    scan_entries: int = 20_000
+    # grep skips files bigger than this; read_file has no such limit (it reads through a line window).
+    grep_file_bytes: int = 5_000_000
+    variables: int = 60
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What a tool call returned: the text the model reads, whether it failed, and a pending edit."""
+
+    text: str
+    is_error: bool = False
+    pending: PendingEdit | None = None
+
+
+def cut_line(line: str, limit: int) -> str:
+    """``line`` cut to ``limit`` characters, with a marker saying how much was left out."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]} …[+{len(line) - limit} chars]"
