@@ -1,0 +1,244 @@
+"""edit_file and create_file: review before writing, conflicts, atomic writes, loose matching, notebooks."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from twinny_magics.conversation import ToolCall
+from twinny_magics.errors import WorkspaceError
+from twinny_magics.tools import PendingEdit, ToolOutput, Workspace
+
+APP = "def main():\n    x = 1\n    return x\n\n\ndef other():\n    return 2\n"
+
+
+async def call(ws: Workspace, name: str, **arguments: object) -> ToolOutput:
+    return await ws.run(ToolCall(name, dict(arguments)))
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    (tmp_path / "app.py").write_text(APP)
+    return tmp_path / "app.py"
+
+
+def proposed(out: ToolOutput) -> PendingEdit:
+    assert not out.is_error, out.text
+    assert out.pending is not None
+    return out.pending
+
+
+async def test_a_reviewed_edit_touches_nothing_until_it_is_applied(app: Path) -> None:
+    """In review mode the edit waits with its diff; the file changes only on apply."""
+    ws = Workspace(app.parent)
+    out = await call(ws, "edit_file", path="app.py", find="x = 1", replace="x = 41")
+    edit = proposed(out)
+    assert "waiting for the user's review" in out.text
+    assert "NOT on disk yet" in out.text
+    assert "-    x = 1\n+    x = 41" in out.text
+    assert app.read_text() == APP
+    assert ws.pending == [edit]
+    assert edit.path == "app.py"
+    assert edit.status == "pending"
+    assert edit.diff.startswith("--- a/app.py\n+++ b/app.py\n@@ -1,5 +1,5 @@\n")
+    assert edit.apply() == "Applied the edit to app.py."
+    assert app.read_text() == APP.replace("x = 1", "x = 41")
+    assert edit.status == "applied"
+    assert ws.pending == []
+
+
+async def test_a_discarded_edit_never_reaches_the_disk(app: Path) -> None:
+    """Discarding leaves the file as it was and the edit can no longer be applied."""
+    ws = Workspace(app.parent)
+    edit = proposed(await call(ws, "edit_file", path="app.py", find="x = 1", replace="x = 2"))
+    assert ws.discard_pending() == 1
+    assert edit.status == "discarded"
+    assert app.read_text() == APP
+    with pytest.raises(WorkspaceError, match="already discarded"):
+        edit.apply()
+
+
+async def test_an_edit_to_a_file_changed_meanwhile_is_refused_as_a_conflict(app: Path) -> None:
+    """If the file changed after the proposal, apply refuses and keeps the newer content."""
+    ws = Workspace(app.parent)
+    edit = proposed(await call(ws, "edit_file", path="app.py", find="x = 1", replace="x = 2"))
+    app.write_text(APP + "# the user typed this\n")
+    with pytest.raises(WorkspaceError, match="changed on disk since this edit was proposed"):
+        edit.apply()
+    assert edit.status == "conflict"
+    assert app.read_text().endswith("# the user typed this\n")
+
+
+async def test_of_two_pending_edits_to_one_file_the_second_applied_is_a_conflict(app: Path) -> None:
+    """Both are made against the disk; applying the first makes the second a conflict, as announced."""
+    ws = Workspace(app.parent)
+    first = proposed(await call(ws, "edit_file", path="app.py", find="x = 1", replace="x = 2"))
+    second_out = await call(ws, "edit_file", path="app.py", find="return 2", replace="return 3")
+    second = proposed(second_out)
+    assert "Another edit to app.py is also waiting" in second_out.text
+    messages = ws.apply_pending()
+    assert messages[0] == "Applied the edit to app.py."
+    assert "changed on disk" in messages[1]
+    assert (first.status, second.status) == ("applied", "conflict")
+    assert "return 3" not in app.read_text()
+    assert "x = 2" in app.read_text()
+
+
+async def test_apply_mode_writes_at_once_and_shows_a_short_diff(app: Path) -> None:
+    """In apply mode the file is written immediately and the answer includes the diff."""
+    ws = Workspace(app.parent, edits="apply")
+    out = await call(ws, "edit_file", path="app.py", find="return 2", replace="return 20")
+    assert not out.is_error
+    assert out.pending is None
+    assert out.text.startswith("Applied the edit to app.py.\n--- a/app.py")
+    assert "+    return 20" in out.text
+    assert app.read_text() == APP.replace("return 2", "return 20")
+
+
+async def test_an_atomic_write_keeps_the_file_mode_and_leaves_no_temporary_file(app: Path) -> None:
+    """The replaced file keeps its permissions (here executable) and no temp file remains."""
+    app.chmod(0o751)
+    ws = Workspace(app.parent, edits="apply")
+    await call(ws, "edit_file", path="app.py", find="x = 1", replace="x = 3")
+    assert stat.S_IMODE(app.stat().st_mode) == 0o751
+    assert sorted(p.name for p in app.parent.iterdir()) == ["app.py"]
+
+
+async def test_a_created_file_gets_the_usual_mode_and_its_folders(tmp_path: Path) -> None:
+    """create_file makes missing folders and gives the file the umask's mode, not the temp file's 0600."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    ws = Workspace(tmp_path)
+    out = await call(ws, "create_file", path="notes/todo.md", content="# To do\n")
+    edit = proposed(out)
+    assert "creating notes/todo.md" in out.text
+    assert "+# To do" in out.text
+    assert not (tmp_path / "notes").exists()
+    assert edit.apply() == "Created notes/todo.md."
+    created = tmp_path / "notes" / "todo.md"
+    assert created.read_text() == "# To do\n"
+    assert stat.S_IMODE(created.stat().st_mode) == 0o666 & ~umask
+
+
+async def test_create_file_refuses_to_overwrite_and_points_to_edit_file(app: Path) -> None:
+    """An existing path is never overwritten by create_file."""
+    out = await call(Workspace(app.parent), "create_file", path="app.py", content="")
+    assert out.is_error
+    assert "already exists; use edit_file" in out.text
+    assert app.read_text() == APP
+
+
+async def test_a_pending_create_conflicts_when_the_file_appears_meanwhile(tmp_path: Path) -> None:
+    """A file created by someone else before apply is not overwritten."""
+    ws = Workspace(tmp_path)
+    edit = proposed(await call(ws, "create_file", path="new.py", content="mine\n"))
+    (tmp_path / "new.py").write_text("theirs\n")
+    with pytest.raises(WorkspaceError, match="changed on disk"):
+        edit.apply()
+    assert (tmp_path / "new.py").read_text() == "theirs\n"
+
+
+async def test_edit_file_on_a_missing_file_points_to_create_file(tmp_path: Path) -> None:
+    """Editing a file that does not exist says to create it."""
+    out = await call(Workspace(tmp_path), "edit_file", path="nope.py", find="a", replace="b")
+    assert out.is_error
+    assert out.text.endswith("To make a new file, use create_file.")
+
+
+async def test_find_matching_several_times_is_refused_with_the_count_and_lines(app: Path) -> None:
+    """An ambiguous find says how often it matched and where."""
+    out = await call(Workspace(app.parent), "edit_file", path="app.py", find="return", replace="yield")
+    assert out.is_error
+    assert out.text.startswith("find matches 2 times in app.py; it must match exactly once.")
+    assert "  3: return x\n  7: return 2" in out.text
+
+
+async def test_find_matching_nowhere_shows_the_closest_lines(app: Path) -> None:
+    """A find that is not in the file is answered with the most similar lines and how to re-read."""
+    out = await call(Workspace(app.parent), "edit_file", path="app.py", find="    retrun x", replace="")
+    assert out.is_error
+    assert out.text.startswith("find was not found in app.py. The closest lines are:\n  3: return x")
+    assert "read_file app.py start_line=1" in out.text
+
+
+async def test_line_numbers_copied_into_find_are_pointed_out(app: Path) -> None:
+    """A find that carries read_file's line numbers gets a hint to drop them."""
+    out = await call(Workspace(app.parent), "edit_file", path="app.py", find="2:     x = 1", replace="x")
+    assert "must not include the line numbers" in out.text
+
+
+async def test_a_find_with_other_indentation_matches_when_unique_and_is_reindented(app: Path) -> None:
+    """Whitespace differences are forgiven when the loose match is unique; the replacement is re-indented."""
+    ws = Workspace(app.parent, edits="apply")
+    out = await call(
+        ws, "edit_file", path="app.py", find="x = 1\nreturn x", replace="x = 1\nif x:\n    return x\nreturn 0"
+    )
+    assert not out.is_error, out.text
+    assert "ignoring differences in whitespace" in out.text
+    assert app.read_text().startswith("def main():\n    x = 1\n    if x:\n        return x\n    return 0\n\n")
+
+
+async def test_a_loose_match_that_is_not_unique_is_refused(tmp_path: Path) -> None:
+    """Ignoring whitespace must still single out one place."""
+    (tmp_path / "a.py").write_text("f(1,  2)\nf(1, 2)\n")
+    out = await call(Workspace(tmp_path), "edit_file", path="a.py", find="f(1,   2)", replace="g()")
+    assert out.is_error
+    assert "ignoring whitespace it matches 2 times" in out.text
+
+
+async def test_an_edit_keeps_windows_line_ends(tmp_path: Path) -> None:
+    """A \\r\\n file is matched with the model's \\n and stays \\r\\n."""
+    path = tmp_path / "win.txt"
+    path.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(ws, "edit_file", path="win.txt", find="one\ntwo", replace="1\n2")
+    assert not out.is_error, out.text
+    assert path.read_bytes() == b"1\r\n2\r\nthree\r\n"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"find": "", "replace": "x"}, "find is empty"),
+        ({"find": "x = 1", "replace": "x = 1"}, "find and replace are the same"),
+    ],
+)
+async def test_an_edit_that_changes_nothing_is_refused(
+    app: Path, arguments: dict[str, str], message: str
+) -> None:
+    """An empty find or a no-op replacement is an error, not a pending edit."""
+    out = await Workspace(app.parent).run(ToolCall("edit_file", {"path": "app.py", **arguments}))
+    assert out.is_error
+    assert out.text.startswith(message)
+
+
+async def test_notebooks_are_never_rewritten_and_stay_valid(tmp_path: Path) -> None:
+    """edit_file and create_file refuse a .ipynb and say what to do; the notebook is untouched."""
+    nb = tmp_path / "nb.ipynb"
+    original = json.dumps(
+        {"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}, "outputs": []}]}
+    )
+    nb.write_text(original)
+    ws = Workspace(tmp_path, edits="apply")
+    edit = await call(ws, "edit_file", path="nb.ipynb", find="x = 1", replace="x = 2")
+    create = await call(ws, "create_file", path="other.ipynb", content="{}")
+    assert edit.is_error
+    assert "does not change notebooks" in edit.text
+    assert "new cell source" in edit.text
+    assert create.is_error
+    assert "does not change notebooks" in create.text
+    assert nb.read_text() == original
+    assert json.loads(nb.read_text())
+    assert not (tmp_path / "other.ipynb").exists()
+
+
+async def test_a_binary_file_is_not_edited(tmp_path: Path) -> None:
+    """edit_file refuses a binary file."""
+    (tmp_path / "data.bin").write_bytes(b"\x00\x01abc")
+    out = await call(Workspace(tmp_path), "edit_file", path="data.bin", find="abc", replace="xyz")
+    assert out.is_error
+    assert "binary file" in out.text

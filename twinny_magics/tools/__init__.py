@@ -1,0 +1,21 @@
+"""The workspace tools: list, find, read, grep, edit, create, run, and the notebook-native views.
+
+The agent loop needs only `Workspace` (``definitions()`` to offer the tools, ``await run(call)`` to call
+one), `ToolOutput`, `ToolLimits` and `PendingEdit`. The modules, one concept each:
+
+- ``paths``     confinement to the workspace root and the hidden/ignored rules
+- ``files``     list_dir, find_files, read_file, grep
+- ``notebook``  a .ipynb as its cells; the kernel's variables
+- ``edits``     edit_file, create_file, pending review, atomic writes
+- ``commands``  run_command as a process group that is always stopped
+- ``registry``  the definitions the model sees and the checking of its arguments
+- ``workspace`` the `Workspace` that puts them together
+"""
+
+from __future__ import annotations
+
+from twinny_magics.tools.base import ToolLimits, ToolOutput
+from twinny_magics.tools.edits import PendingEdit
+from twinny_magics.tools.workspace import Workspace
+
+__all__ = ["PendingEdit", "ToolLimits", "ToolOutput", "Workspace"]

@@ -1,0 +1,202 @@
+"""The toolset the agent loop uses: ``definitions()`` to offer the tools, ``await run(call)`` to call one.
+
+`run` never raises for anything the model did — an unknown tool, a bad argument, a refused path, a
+missing file — it returns a `ToolOutput` with ``is_error=True`` and a message in workspace-relative
+terms that says what to do instead. Only cancellation travels on (after a running command's process
+group is killed).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from twinny_magics.conversation import ToolCall
+from twinny_magics.errors import WorkspaceError
+from twinny_magics.tools import commands, files, notebook
+from twinny_magics.tools.base import ToolLimits, ToolOutput
+from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
+from twinny_magics.tools.paths import Confinement
+from twinny_magics.tools.registry import TOOLS, bind
+
+EditsMode = Literal["review", "apply"]
+CommandsMode = Literal["ask", "allow", "off"]
+Approve = Callable[[str], Awaitable[bool] | bool]
+log = logging.getLogger(__name__)
+
+HEADLESS = (
+    "run_command was not run: commands need approval and nobody can approve them here. "
+    "Ask the user to run it, or set commands=allow."
+)
+DECLINED = "The user declined to run this command. Do not run it again; ask the user or find another way."
+OFF = "run_command is off in this session (commands=off). Ask the user to run the command."
+
+
+class Workspace:
+    """The workspace tools, confined to ``root``; see SPEC §6 and the modules of this package."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        edits: EditsMode = "review",
+        commands: CommandsMode = "ask",
+        approve: Approve | None = None,
+        namespace: Mapping[str, Any] | None = None,
+        limits: ToolLimits = ToolLimits(),  # noqa: B008 (frozen, so one shared default is safe)
+    ) -> None:
+        if edits not in ("review", "apply"):
+            raise ValueError(f"edits must be 'review' or 'apply', not {edits!r}")
+        if commands not in ("ask", "allow", "off"):
+            raise ValueError(f"commands must be 'ask', 'allow' or 'off', not {commands!r}")
+        self._conf = Confinement(root)
+        self._given_root = os.path.abspath(root)
+        self.root: Path = self._conf.root
+        self.edits: EditsMode = edits
+        self.commands: CommandsMode = commands
+        self.approve = approve
+        self.namespace = namespace
+        self.limits = limits
+        # Every edit proposed or made in this session, in order; `pending` is the ones still waiting.
+        self.proposals: list[PendingEdit] = []
+
+    @property
+    def pending(self) -> list[PendingEdit]:
+        """The edits still waiting for the user's review, oldest first."""
+        return [edit for edit in self.proposals if edit.status == "pending"]
+
+    def apply_pending(self) -> list[str]:
+        """Apply every pending edit in order; one message per edit (a conflict is reported, not raised)."""
+        messages = []
+        for edit in self.pending:
+            try:
+                messages.append(edit.apply())
+            except (WorkspaceError, OSError) as exc:
+                messages.append(
+                    self._scrub(str(exc) if isinstance(exc, WorkspaceError) else exc.strerror or "")
+                )
+        return messages
+
+    def discard_pending(self) -> int:
+        """Discard every pending edit; how many there were."""
+        edits = self.pending
+        for edit in edits:
+            edit.discard()
+        return len(edits)
+
+    def tool_names(self) -> list[str]:
+        """The names of the tools offered, in the order of `definitions`."""
+        return [d["function"]["name"] for d in self.definitions()]
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """OpenAI-style definitions of the tools on offer (run_command only when commands are not off)."""
+        extra = {
+            "edit_file": " The user reviews each edit before it is written."
+            if self.edits == "review"
+            else "",
+            "create_file": " The user reviews it before it is written." if self.edits == "review" else "",
+            "run_command": " The user approves each command first." if self.commands == "ask" else "",
+        }
+        out = []
+        for name, spec in TOOLS.items():
+            if (name == "run_command" and self.commands == "off") or (
+                # Outside a kernel the tool could only say so; leaving it out saves a small window room.
+                name == "kernel_variables" and self.namespace is None
+            ):
+                continue
+            out.append(spec.definition(extra.get(name, ""), read_lines=self.limits.read_lines))
+        return out
+
+    async def run(self, call: ToolCall) -> ToolOutput:
+        """Run one call; every problem the model can fix comes back as an ``is_error`` output."""
+        name = call.name
+        spec = TOOLS.get(name)
+        if spec is None:
+            return ToolOutput(f"Unknown tool {name!r}. The tools are: {', '.join(self.tool_names())}.", True)
+        if name == "run_command" and self.commands == "off":
+            return ToolOutput(OFF, is_error=True)
+        try:
+            args = bind(spec, call.arguments)
+            self._conf.refresh()
+            return await self._dispatch(name, args)
+        except WorkspaceError as exc:
+            return ToolOutput(self._scrub(str(exc)), is_error=True)
+        except OSError as exc:
+            # str(exc) names the absolute path; the reason alone is what the model can use.
+            return ToolOutput(f"{name} failed: {exc.strerror or type(exc).__name__}.", is_error=True)
+        except Exception as exc:
+            # A bug of ours must not end the user's reply; the model can still try another way.
+            log.warning("tool %s failed", name, exc_info=True)
+            return ToolOutput(self._scrub(f"{name} failed unexpectedly ({type(exc).__name__}: {exc})."), True)
+
+    async def _dispatch(self, name: str, args: dict[str, Any]) -> ToolOutput:
+        conf, limits = self._conf, self.limits
+        if name == "list_dir":
+            return ToolOutput(files.list_dir(conf, limits, args.get("path")))
+        if name == "find_files":
+            return ToolOutput(files.find_files(conf, limits, args["pattern"]))
+        if name == "read_file":
+            text = files.read_file(conf, limits, args["path"], args.get("start_line"), args.get("end_line"))
+            return ToolOutput(text)
+        if name == "grep":
+            return ToolOutput(files.grep(conf, limits, args["pattern"], args.get("path")))
+        if name == "edit_file":
+            return self._settle(edit_change(conf, limits, args["path"], args["find"], args["replace"]))
+        if name == "create_file":
+            return self._settle(create_change(conf, args["path"], args["content"]))
+        if name == "run_command":
+            return await self._command(args["command"])
+        return ToolOutput(notebook.kernel_variables(self.namespace, limits.variables))
+
+    def _settle(self, change: Change) -> ToolOutput:
+        """Hold a change for review, or write it now, depending on the edits mode."""
+        edit = PendingEdit(self._conf, change)
+        earlier = [p for p in self.pending if p.path == edit.path]
+        self.proposals.append(edit)
+        what = f"creating {edit.path}" if edit.creates else f"an edit to {edit.path}"
+        if self.edits == "apply":
+            done = edit.apply()
+            return ToolOutput(f"{done}{change.note}\n{short_diff(edit.diff)}")
+        text = (
+            f"Proposed {what}{change.note}. It is waiting for the user's review (Apply or Discard) and is "
+            "NOT on disk yet; do not describe it as made."
+        )
+        if earlier:
+            text += (
+                f" Another edit to {edit.path} is also waiting; both were made against the file as it is on "
+                "disk, so whichever is applied second will be refused as a conflict."
+            )
+        return ToolOutput(f"{text}\n{short_diff(edit.diff)}", pending=edit)
+
+    async def _command(self, command: str) -> ToolOutput:
+        """Ask (when asked to ask), then run the command."""
+        if not command.strip():
+            raise WorkspaceError("run_command needs a command, e.g. python -m pytest -q.")
+        if "\x00" in command:
+            raise WorkspaceError("The command contains a NUL character.")
+        if self.commands == "ask":
+            if self.approve is None:
+                return ToolOutput(HEADLESS, is_error=True)
+            try:
+                answer = self.approve(command)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception:
+                log.warning("approving a command failed", exc_info=True)
+                return ToolOutput("run_command was not run: asking the user for approval failed.", True)
+            if not answer:
+                return ToolOutput(DECLINED, is_error=True)
+        text, failed = await commands.run_command(
+            command, self.root, timeout=self.limits.command_timeout, tail=self.limits.command_tail
+        )
+        return ToolOutput(text, is_error=failed)
+
+    def _scrub(self, text: str) -> str:
+        """Belt and braces: no message of ours may carry the machine's absolute workspace path."""
+        for root in sorted({str(self.root), self._given_root}, key=len, reverse=True):
+            text = text.replace(root, ".")
+        return text
