@@ -1,0 +1,97 @@
+"""The I/O layer between the agent loop and model servers.
+
+- ``kinds``: server kinds, ports, default windows, ``ServerInfo``, ``small_window_warning``.
+- ``probe``: the window (``probe_context_window``/``context_window``), the kind, the model, discovery.
+- ``base``: ``ChatRequest``, the events a reply streams as, the ``ChatServer`` protocol.
+- ``openai`` / ``ollama``: the streaming adapters on an injected ``httpx.AsyncClient``.
+- ``sse``: the incremental SSE decoder; ``refusals``: server refusals as our error types.
+- ``embedded``: llama.cpp in-process (``xllamacpp``) with SmolLM2, the default server.
+- ``connect``: one server for a session (``connect()`` → ``ConnectedServer``).
+"""
+
+from __future__ import annotations
+
+from twinny_magics.servers.base import (
+    ChatEvent,
+    ChatRequest,
+    ChatServer,
+    Finish,
+    TextDelta,
+    ToolCallDelta,
+    ToolCalls,
+    Usage,
+)
+from twinny_magics.servers.connect import ConnectedServer, chat_server, connect
+from twinny_magics.servers.embedded import EmbeddedServer, start_embedded, stop_embedded
+from twinny_magics.servers.kinds import (
+    HOSTED_WINDOW,
+    LOCAL_UNKNOWN_WINDOW,
+    SMALL_WINDOW,
+    Kind,
+    ServerInfo,
+    default_window,
+    kind_from_url,
+    normalize_url,
+    small_window_warning,
+)
+from twinny_magics.servers.ollama import OllamaChatServer, OllamaStreamParser
+from twinny_magics.servers.openai import OpenAIChatServer, OpenAIStreamParser
+from twinny_magics.servers.probe import (
+    ProbeCache,
+    acontext_window,
+    adiscover,
+    aprobe_context_window,
+    arecognise_kind,
+    aresolve_server,
+    context_window,
+    discover,
+    probe_context_window,
+    recognise_kind,
+    resolve_server,
+)
+from twinny_magics.servers.sse import SSEDecoder, SSEEvent
+from twinny_magics.servers.wire import make_client
+
+__all__ = [
+    "HOSTED_WINDOW",
+    "LOCAL_UNKNOWN_WINDOW",
+    "SMALL_WINDOW",
+    "ChatEvent",
+    "ChatRequest",
+    "ChatServer",
+    "ConnectedServer",
+    "EmbeddedServer",
+    "Finish",
+    "Kind",
+    "OllamaChatServer",
+    "OllamaStreamParser",
+    "OpenAIChatServer",
+    "OpenAIStreamParser",
+    "ProbeCache",
+    "SSEDecoder",
+    "SSEEvent",
+    "ServerInfo",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCalls",
+    "Usage",
+    "acontext_window",
+    "adiscover",
+    "aprobe_context_window",
+    "arecognise_kind",
+    "aresolve_server",
+    "chat_server",
+    "connect",
+    "context_window",
+    "default_window",
+    "discover",
+    "kind_from_url",
+    "make_client",
+    "normalize_url",
+    "probe_context_window",
+    "recognise_kind",
+    "resolve_server",
+    "small_window_warning",
+    "start_embedded",
+    "stop_embedded",
+]

@@ -1,0 +1,152 @@
+"""One server for a session: found or named, then asked for its window and streamed from.
+
+``connect`` is what the agent calls: with no URL it looks for a server (environment, usual local ports)
+and falls back to the embedded one. The ``ConnectedServer`` it returns is what the loop talks to.
+It opens a fresh ``httpx.AsyncClient`` for each reply (closed when the reply ends), since every reply may
+run on its own event loop (Jupyter: a worker thread) and a client must not outlive its loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+
+import httpx
+
+from twinny_magics.servers.base import ChatEvent, ChatRequest
+from twinny_magics.servers.embedded import DEFAULT_N_CTX, EmbeddedServer, start_embedded
+from twinny_magics.servers.kinds import Kind, ServerInfo, small_window_warning
+from twinny_magics.servers.ollama import OllamaChatServer
+from twinny_magics.servers.openai import OpenAIChatServer
+from twinny_magics.servers.probe import DEFAULT_CACHE, ProbeCache, acontext_window, discover, resolve_server
+from twinny_magics.servers.wire import make_client
+
+ClientFactory = Callable[[ServerInfo], httpx.AsyncClient]
+
+
+def chat_server(info: ServerInfo, client: httpx.AsyncClient) -> OpenAIChatServer | OllamaChatServer:
+    """The adapter for ``info``'s kind on ``client``."""
+    if info.kind == "ollama":
+        return OllamaChatServer(info, client)
+    return OpenAIChatServer(info, client)
+
+
+class ConnectedServer:
+    """A model server as the loop uses it: ``kind``, ``model``, ``context_window()``, ``stream()``.
+
+    ``window`` (asked by the user) is sent to Ollama as ``num_ctx`` and then is the window; other
+    servers decide their window when they load the model, so for them it is only a cap on what is
+    planned for.
+    """
+
+    def __init__(
+        self,
+        info: ServerInfo,
+        *,
+        window: int | None = None,
+        client_factory: ClientFactory = make_client,
+        cache: ProbeCache | None = None,
+        embedded: EmbeddedServer | None = None,
+    ) -> None:
+        self.info = info
+        self.requested_window = window
+        self.embedded = embedded
+        self._client_factory = client_factory
+        self._cache = cache or DEFAULT_CACHE
+        self._include_usage = True
+
+    @property
+    def kind(self) -> Kind:
+        """The server's kind."""
+        return self.info.kind
+
+    @property
+    def model(self) -> str | None:
+        """The model requests name."""
+        return self.info.model
+
+    @property
+    def takes_tools(self) -> bool:
+        """Whether tools may be offered natively (text-generation-webui's chat route has no tools)."""
+        return self.info.kind != "textgen"
+
+    async def context_window(self) -> int:
+        """The window to plan with: asked of the server (cached), else the kind's default."""
+        if self.requested_window is not None and self.kind == "ollama":
+            return self.requested_window
+        async with self._client_factory(self.info) as client:
+            window = await acontext_window(
+                self.info.base_url,
+                self.model,
+                self.kind,
+                api_key=self.info.api_key,
+                client=client,
+                cache=self._cache,
+            )
+        return min(window, self.requested_window) if self.requested_window else window
+
+    def window_warning(self, window: int) -> str | None:
+        """The small-window warning for this server's kind, or None."""
+        return small_window_warning(window, self.kind)
+
+    def _adapter(self, client: httpx.AsyncClient) -> OpenAIChatServer | OllamaChatServer:
+        adapter = chat_server(self.info, client)
+        compatible = adapter.compatible if isinstance(adapter, OllamaChatServer) else adapter
+        compatible.include_usage = self._include_usage
+        return adapter
+
+    def _remember(self, adapter: OpenAIChatServer | OllamaChatServer) -> None:
+        compatible = adapter.compatible if isinstance(adapter, OllamaChatServer) else adapter
+        self._include_usage = compatible.include_usage
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
+        """The reply to ``request`` as events (see ``servers.base``)."""
+        if self.requested_window is not None and self.kind == "ollama" and request.num_ctx is None:
+            request = replace(request, num_ctx=self.requested_window)
+        async with self._client_factory(self.info) as client:
+            adapter = self._adapter(client)
+            try:
+                async for event in adapter.stream(request):
+                    yield event
+            finally:
+                self._remember(adapter)
+
+    async def tokenize(self, text: str) -> int | None:
+        """Exact tokens in ``text`` where the server can count them (llama.cpp), else None."""
+        async with self._client_factory(self.info) as client:
+            return await self._adapter(client).tokenize(text)
+
+    async def count_prompt_tokens(self, request: ChatRequest) -> int | None:
+        """Exact prompt tokens of ``request`` where the server can count them (llama.cpp), else None."""
+        async with self._client_factory(self.info) as client:
+            return await self._adapter(client).count_prompt_tokens(request)
+
+    def __repr__(self) -> str:
+        return f"<ConnectedServer {self.kind} {self.model or '(no model)'} at {self.info.base_url}>"
+
+
+def connect(
+    base_url: str | None = None,
+    model: str | None = None,
+    kind: str | None = None,
+    *,
+    api_key: str | None = None,
+    window: int | None = None,
+    client_factory: ClientFactory = make_client,
+    cache: ProbeCache | None = None,
+    embedded_n_ctx: int = DEFAULT_N_CTX,
+) -> ConnectedServer:
+    """The server for a session: the one named, else one found, else the embedded llama.cpp server."""
+    embedded: EmbeddedServer | None = None
+    if base_url is None:
+        found = discover()
+        if found is None:
+            embedded = start_embedded(n_ctx=window or embedded_n_ctx)
+            info = embedded.info
+        else:
+            info = found
+        if model is not None or api_key is not None:
+            info = replace(info, model=model or info.model, api_key=api_key or info.api_key)
+    else:
+        info = resolve_server(base_url, model, kind, api_key=api_key, cache=cache)
+    return ConnectedServer(info, window=window, client_factory=client_factory, cache=cache, embedded=embedded)

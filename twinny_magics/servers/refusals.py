@@ -1,0 +1,217 @@
+"""What a server's refusal or a failed connection means, as one of our error types. Pure.
+
+Servers word the same refusal differently; the patterns below are the ones seen or documented:
+
+- too long: llama.cpp ``exceed_context_size_error`` (``n_prompt_tokens``, ``n_ctx``); LiteLLM
+  ``litellm.ContextWindowExceededError: … request (N tokens) exceeds the available context size (M
+  tokens)``; vLLM/OpenAI ``This model's maximum context length is N tokens. However, you requested M
+  tokens (P in the messages, …)``; LM Studio ``Trying to keep the first N tokens … context length of M
+  tokens``; Ollama ``the input length exceeds the context length``.
+- tools: Ollama ``… does not support tools``; vLLM ``"auto" tool choice requires
+  --enable-auto-tool-choice``; servers that reject unknown fields (``tools``).
+- model: Ollama ``model "x" not found``; vLLM/OpenAI ``The model `x` does not exist``; LiteLLM ``Invalid
+  model name passed in model=x``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+
+from twinny_magics.errors import (
+    AuthRefused,
+    MalformedStream,
+    ModelNotFound,
+    PromptTooLong,
+    ServerError,
+    ServerTimeout,
+    ServerUnreachable,
+    StreamCut,
+    ToolHistoryRefused,
+    ToolsRefused,
+)
+
+_BODY_CHARS = 500
+
+_TOO_LONG_WORDS = re.compile(
+    r"ContextWindowExceeded|context_length_exceeded|exceed_context_size|exceeds? (?:the )?(?:available )?"
+    r"context|maximum context length|context length of|context window|prompt is too long|too many tokens"
+    r"|input length exceeds",
+    re.IGNORECASE,
+)
+_PAIRS = (
+    # (prompt, window) in the order the server says them
+    (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"), "pw"),
+    (re.compile(r"keep the first (\d+) tokens.*?context length of (\d+) tokens", re.DOTALL), "pw"),
+)
+_WINDOW = re.compile(r"maximum context length is (\d+) tokens|context (?:length|size|window) (?:is|of) (\d+)")
+_PROMPT = (
+    re.compile(r"\((\d+) in the messages"),
+    re.compile(r"your (?:messages|prompt) resulted in (\d+) tokens"),
+    re.compile(r"request has (\d+) input tokens"),
+    re.compile(r"you requested (\d+) tokens"),
+    re.compile(r"prompt (?:has|is|of) (\d+) tokens"),
+)
+_MODEL_MISSING = re.compile(
+    r"model\b.{0,120}?\b(?:not found|does not exist)|model_not_found|invalid model name|unknown model"
+    r"|no such model|not a valid model",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def shorten(text: str, limit: int = _BODY_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked when cut."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def error_message(text: str) -> tuple[str, dict[str, Any]]:
+    """The human message in an error body, and its JSON error object (``{}`` when there is none)."""
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        return text.strip(), {}
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            message = error.get("message")
+            return (message if isinstance(message, str) else json.dumps(error)), error
+        if isinstance(error, str):
+            return error, body
+        for key in ("message", "detail"):
+            value = body.get(key)
+            if isinstance(value, str):
+                return value, body
+            if value is not None:
+                return json.dumps(value), body
+    if isinstance(body, str):
+        return body, {}
+    return text.strip(), {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def too_long_numbers(message: str, error: dict[str, Any]) -> tuple[int | None, int | None] | None:
+    """``(prompt_tokens, window)`` if ``message`` says the prompt is too long (numbers when given)."""
+    if error.get("type") == "exceed_context_size_error" or "n_prompt_tokens" in error:
+        return _int(error.get("n_prompt_tokens")), _int(error.get("n_ctx"))
+    for pattern, _order in _PAIRS:
+        found = pattern.search(message)
+        if found:
+            return int(found.group(1)), int(found.group(2))
+    if not _TOO_LONG_WORDS.search(message):
+        return None
+    window_match = _WINDOW.search(message)
+    window = int(next(g for g in window_match.groups() if g)) if window_match else None
+    prompt = None
+    for pattern in _PROMPT:
+        found = pattern.search(message)
+        if found:
+            prompt = int(found.group(1))
+            break
+    return prompt, window
+
+
+def error_from_response(
+    status: int,
+    text: str,
+    *,
+    url: str,
+    model: str | None = None,
+    had_tools: bool = False,
+    had_tool_history: bool = False,
+) -> ServerError:
+    """The error a refused request (HTTP ``status``, body ``text``) means, with a message to act on."""
+    message, error = error_message(text)
+    said = shorten(message or f"HTTP {status}")
+    body = shorten(text)
+    where = f"the server at {url}"
+    error_type = str(error.get("type") or "")
+    if status in (401, 403) or error_type in ("auth_error", "no_db_connection"):
+        # LiteLLM without a database answers a key that is not its master key with "No connected db."
+        return AuthRefused(
+            f"{where} refused the API key (HTTP {status}): {said}. Pass the right key with `api_key=` "
+            "(or `--api-key` on the magic line).",
+            status=status,
+            body=body,
+        )
+    numbers = too_long_numbers(message, error) if status >= 400 else None
+    if numbers is not None:
+        prompt, window = numbers
+        sizes = ""
+        if prompt is not None and window is not None:
+            sizes = f" ({prompt:,} tokens; the window holds {window:,})"
+        elif window is not None:
+            sizes = f" (the window holds {window:,} tokens)"
+        elif prompt is not None:
+            sizes = f" ({prompt:,} tokens)"
+        return PromptTooLong(
+            f"The prompt is longer than the model's window{sizes}: {said}",
+            prompt_tokens=prompt,
+            window=window,
+            status=status,
+            body=body,
+        )
+    if _MODEL_MISSING.search(message) or (status == 404 and "model" in message.lower()):
+        name = f" {model!r}" if model else ""
+        return ModelNotFound(
+            f"{where} has no model{name}: {said}. Check the model name (the server's model list "
+            "shows what it has).",
+            status=status,
+            body=body,
+        )
+    if status == 404:
+        return ServerError(
+            f"{where} has no such route (HTTP 404): {said}. Is the base URL right?", status=status, body=body
+        )
+    mentions_tools = re.search(r"\btools?\b|tool_c|tool choice|function call", message, re.IGNORECASE)
+    if had_tools and status in (400, 422, 500, 501) and mentions_tools:
+        return ToolsRefused(f"{where} will not take tools with this model: {said}", status=status, body=body)
+    if (
+        had_tool_history
+        and not had_tools
+        and status in (400, 422, 500)
+        and (mentions_tools or re.search(r"roles? must alternate", message, re.IGNORECASE))
+    ):
+        return ToolHistoryRefused(
+            f"{where} refused tool calls in the history of a request without tools: {said}",
+            status=status,
+            body=body,
+        )
+    if status == 429:
+        return ServerError(f"{where} is rate limiting requests (HTTP 429): {said}", status=status, body=body)
+    return ServerError(f"{where} refused the request (HTTP {status}): {said}", status=status, body=body)
+
+
+def error_from_exception(
+    exc: Exception, *, url: str, started: bool, timeout: float | None = None
+) -> ServerError:
+    """The error a failed connection means; ``started`` tells whether the reply had begun streaming."""
+    detail = str(exc) or type(exc).__name__
+    seconds = f" within {timeout:g} s" if timeout else ""
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        return ServerTimeout(f"No connection to {url}{seconds}: is the server running and reachable?")
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        if started:
+            return ServerTimeout(f"The server at {url} stopped sending the reply: nothing came{seconds}.")
+        return ServerTimeout(
+            f"The server at {url} did not answer{seconds}; it may still be loading the model."
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return ServerUnreachable(f"Nothing answered at {url} ({detail}). Is the server running?")
+    if isinstance(exc, httpx.DecodingError):
+        return MalformedStream(f"The reply from {url} could not be decoded: {detail}")
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError | httpx.NetworkError):
+        if started:
+            return StreamCut(
+                f"The connection to {url} dropped in the middle of the reply ({detail}); the server may "
+                "have stopped or crashed."
+            )
+        return ServerUnreachable(f"The server at {url} closed the connection without answering ({detail}).")
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return ServerUnreachable(f"{url} is not an address the client can use ({detail}).")
+    return ServerError(f"Talking to {url} failed: {detail}")

@@ -1,0 +1,80 @@
+"""The HTTP plumbing the adapters share: one streamed POST whose failures come out as our errors."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from twinny_magics.servers.kinds import ServerInfo, is_local_host
+from twinny_magics.servers.refusals import error_from_exception
+
+# Connecting is quick or never; a reply may take long to start (a big prompt is read first, ~500
+# tokens/s on a small CPU) and may pause between tokens, so reading gets minutes, not seconds.
+CHAT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=10.0)
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The Authorization header for ``api_key`` (none without one)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def make_client(info: ServerInfo | str, **options: Any) -> httpx.AsyncClient:
+    """An AsyncClient suited to the server: no proxy from the environment for a server on this network."""
+    base = info.base_url if isinstance(info, ServerInfo) else info
+    host = httpx.URL(base if "://" in base else "http://" + base).host
+    options.setdefault("trust_env", not is_local_host(host))
+    options.setdefault("timeout", CHAT_TIMEOUT)
+    return httpx.AsyncClient(**options)
+
+
+@asynccontextmanager
+async def post_stream(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    *,
+    headers: dict[str, str],
+    timeout: httpx.Timeout,
+) -> AsyncIterator[httpx.Response]:
+    """POST ``body`` and hold the response open for streaming; a failure to connect is a ServerError."""
+    request = client.build_request("POST", url, json=body, headers=headers, timeout=timeout)
+    try:
+        response = await client.send(request, stream=True)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise error_from_exception(exc, url=url, started=False, timeout=timeout.connect) from exc
+    try:
+        yield response
+    finally:
+        await response.aclose()
+
+
+async def read_body(response: httpx.Response, url: str, timeout: httpx.Timeout) -> str:
+    """The whole body of a (streamed) response as text; a failure while reading is a ServerError."""
+    try:
+        await response.aread()
+    except httpx.HTTPError as exc:
+        raise error_from_exception(exc, url=url, started=True, timeout=timeout.read) from exc
+    return response.text
+
+
+async def next_chunk(chunks: AsyncIterator[bytes], url: str, timeout: httpx.Timeout) -> bytes | None:
+    """The next piece of a streamed body, None at its end; a dropped connection is a ServerError.
+
+    A function rather than a wrapping generator, so an error the *caller* throws into its own
+    generator (the user stopped the reply) is never mistaken for the server's.
+    """
+    try:
+        return await anext(chunks)
+    except StopAsyncIteration:
+        return None
+    except httpx.HTTPError as exc:
+        raise error_from_exception(exc, url=url, started=True, timeout=timeout.read) from exc
+
+
+def is_event_stream(response: httpx.Response) -> bool:
+    """Whether the server answered a streamed request with a stream (some answer one JSON document)."""
+    content_type = response.headers.get("content-type", "")
+    return not ("json" in content_type and "event-stream" not in content_type)
