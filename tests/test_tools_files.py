@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -304,3 +305,15 @@ async def test_grep_shows_a_window_around_a_match_in_a_long_line(tmp_path: Path)
     out = await call(Workspace(tmp_path), "grep", pattern="NEEDLE")
     assert "NEEDLE" in out.text
     assert len(out.text) < 260
+
+
+async def test_a_named_pipe_is_refused_and_skipped_instead_of_blocking(tmp_path: Path) -> None:
+    """Opening a FIFO would hang the kernel: read_file refuses it and grep passes over it."""
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "a.txt").write_text("needle\n")
+    ws = Workspace(tmp_path)
+    read = await call(ws, "read_file", path="pipe")
+    grepped = await call(ws, "grep", pattern="needle")
+    assert read.is_error
+    assert "not a regular file" in read.text
+    assert grepped.text == "a.txt:1: needle"

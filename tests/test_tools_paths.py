@@ -66,6 +66,7 @@ ATTEMPTS = [
     ("read_file", {"path": "link_build/out.txt"}),
     ("read_file", {"path": ".git/config"}),
     ("read_file", {"path": ".git/../.git/HEAD"}),
+    ("read_file", {"path": ".GIT/config"}),
     ("read_file", {"path": "{ws}/.git/config"}),
     ("read_file", {"path": "sub/../../outside/secret.txt"}),
     ("read_file", {"path": "src/../../outside/secret.txt"}),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -39,9 +40,19 @@ def require(
         raise WorkspaceError(f"{shown(asked.strip())} does not exist.{hint}{missing_hint}")
     if want == "file" and target.real.is_dir():
         raise WorkspaceError(f"{name} is a folder; use list_dir to see what is in it.")
+    if want == "file" and not is_regular(target.real):
+        raise WorkspaceError(f"{name} is not a regular file (a pipe, socket or device); it cannot be used.")
     if want == "dir" and not target.real.is_dir():
         raise WorkspaceError(f"{name} is a file; use read_file to read it.")
     return target
+
+
+def is_regular(path: Path) -> bool:
+    """Whether ``path`` is a plain file: opening a pipe or a device would block or never end."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 def is_binary(path: Path) -> bool:
@@ -72,7 +83,7 @@ def list_dir(conf: Confinement, limits: ToolLimits, path: str | None) -> str:
     folder = require(conf, path, limits, want="dir")
     rows: list[str] = []
     total = 0
-    for entry in conf.entries(folder):
+    for entry in conf.entries(folder, strict=True):
         total += 1
         if len(rows) < limits.list_entries:
             rows.append(_entry_row(conf, entry))
@@ -227,6 +238,8 @@ def grep(conf: Confinement, limits: ToolLimits, pattern: str, path: str | None) 
         if isinstance(entry, Entry) and entry.is_dir:
             continue
         try:
+            if not is_regular(entry.real):
+                continue
             if entry.real.stat().st_size > limits.grep_file_bytes:
                 skipped += 1
                 continue

@@ -32,6 +32,13 @@ import pathspec
 from twinny_magics.errors import WorkspaceError
 
 HIDDEN_NAMES = frozenset({".git", ".ipynb_checkpoints"})
+
+
+def _hidden_name(name: str) -> bool:
+    # Case-folded: on a case-insensitive file system (macOS, Windows) `.GIT/config` is `.git/config`.
+    return name.lower() in HIDDEN_NAMES
+
+
 # Longer than any real project path; refusing early keeps the OS's ENAMETOOLONG out of the way.
 MAX_PATH_CHARS = 1024
 MAX_NAME_BYTES = 255
@@ -124,7 +131,7 @@ class Confinement:
         lexical = Path(os.path.normpath(candidate))
         normal = _relname(lexical, self.root) if lexical.is_relative_to(self.root) else rel
         for index, name in enumerate((rel if given.is_absolute() else raw, normal, rel)):
-            part = next((p for p in PurePosixPath(name).parts if p in HIDDEN_NAMES), None)
+            part = next((p for p in PurePosixPath(name).parts if _hidden_name(p)), None)
             # The path as written may hold `..`, so the ignore rules are checked on the other two only.
             if part is not None or (index > 0 and self.is_hidden(name, is_dir=(self.root / name).is_dir())):
                 raise WorkspaceError(_hidden_message(called, part))
@@ -151,7 +158,7 @@ class Confinement:
         if rel in (".", ""):
             return False
         parts = tuple(rel.split("/"))
-        if any(part in HIDDEN_NAMES for part in parts):
+        if any(_hidden_name(part) for part in parts):
             return True
         # An ignored folder hides everything under it: git cannot re-include a file inside one either.
         return any(self._ignored(parts[:i], is_dir=True) for i in range(1, len(parts))) or self._ignored(
@@ -160,7 +167,7 @@ class Confinement:
 
     def _ignored(self, parts: tuple[str, ...], *, is_dir: bool) -> bool:
         """Whether the .gitignore files say so, given that no parent folder is ignored."""
-        if parts and parts[-1] in HIDDEN_NAMES:
+        if parts and _hidden_name(parts[-1]):
             return True
         verdict: bool | None = None
         # Deeper .gitignore files come later and win, as in git.
@@ -193,12 +200,17 @@ class Confinement:
 
     # --- walking ------------------------------------------------------------------------------------
 
-    def entries(self, folder: Target) -> Iterator[Entry]:
-        """The visible entries of one folder, sorted: folders first, then by name."""
+    def entries(self, folder: Target, *, strict: bool = False) -> Iterator[Entry]:
+        """The visible entries of one folder, sorted: folders first, then by name.
+
+        A folder that cannot be read has no entries for a walk; with ``strict`` it is an error instead.
+        """
         try:
             with os.scandir(folder.real) as it:
                 found = list(it)
-        except OSError:
+        except OSError as exc:
+            if strict:
+                raise WorkspaceError(_os_message(folder.rel, exc)) from None
             return
         found.sort(key=lambda e: (not _is_dir(e), e.name.lower(), e.name))
         for dirent in found:
