@@ -70,6 +70,20 @@ async def test_an_unknown_tool_is_answered_with_the_tools_on_offer(tmp_path: Pat
 
 
 @pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("read_notebook", "read_file shows a .ipynb notebook as its cells."),
+        ("readfile", "Did you mean read_file?"),
+    ],
+)
+async def test_an_unknown_tool_close_to_a_real_one_gets_a_hint(tmp_path: Path, name: str, hint: str) -> None:
+    """A near miss is pointed at the tool it probably meant."""
+    out = await Workspace(tmp_path).run(ToolCall(name, {}))
+    assert out.is_error
+    assert out.text.endswith(hint)
+
+
+@pytest.mark.parametrize(
     ("arguments", "message"),
     [
         ({}, 'read_file needs path. Call it as read_file {path, start_line?, end_line?}, e.g. {"path": '),

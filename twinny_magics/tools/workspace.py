@@ -8,6 +8,7 @@ group is killed).
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 import os
@@ -18,7 +19,7 @@ from typing import Any, Literal
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools import commands, files, notebook
-from twinny_magics.tools.base import ToolLimits, ToolOutput
+from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement
 from twinny_magics.tools.registry import TOOLS, bind
@@ -94,13 +95,12 @@ class Workspace:
 
     def definitions(self) -> list[dict[str, Any]]:
         """OpenAI-style definitions of the tools on offer (run_command only when commands are not off)."""
-        extra = {
-            "edit_file": " The user reviews each edit before it is written."
-            if self.edits == "review"
-            else "",
-            "create_file": " The user reviews it before it is written." if self.edits == "review" else "",
-            "run_command": " The user approves each command first." if self.commands == "ask" else "",
-        }
+        extra: dict[str, str] = {}
+        if self.edits == "review":
+            extra["edit_file"] = " The user reviews each edit before it is written."
+            extra["create_file"] = " The user reviews it before it is written."
+        if self.commands == "ask":
+            extra["run_command"] = " The user approves each command first."
         out = []
         for name, spec in TOOLS.items():
             if (name == "run_command" and self.commands == "off") or (
@@ -116,7 +116,7 @@ class Workspace:
         name = call.name
         spec = TOOLS.get(name)
         if spec is None:
-            return ToolOutput(f"Unknown tool {name!r}. The tools are: {', '.join(self.tool_names())}.", True)
+            return ToolOutput(self._unknown(str(name)), is_error=True)
         if name == "run_command" and self.commands == "off":
             return ToolOutput(OFF, is_error=True)
         try:
@@ -132,6 +132,15 @@ class Workspace:
             # A bug of ours must not end the user's reply; the model can still try another way.
             log.warning("tool %s failed", name, exc_info=True)
             return ToolOutput(self._scrub(f"{name} failed unexpectedly ({type(exc).__name__}: {exc})."), True)
+
+    def _unknown(self, name: str) -> str:
+        """The answer to a call of a tool that does not exist: the real ones, and the likely one."""
+        names = self.tool_names()
+        text = f"Unknown tool {cut_line(name, 60)!r}. The tools are: {', '.join(names)}."
+        if "notebook" in name.lower():
+            return text + " read_file shows a .ipynb notebook as its cells."
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        return text + (f" Did you mean {close[0]}?" if close else "")
 
     async def _dispatch(self, name: str, args: dict[str, Any]) -> ToolOutput:
         conf, limits = self._conf, self.limits
@@ -198,5 +207,6 @@ class Workspace:
     def _scrub(self, text: str) -> str:
         """Belt and braces: no message of ours may carry the machine's absolute workspace path."""
         for root in sorted({str(self.root), self._given_root}, key=len, reverse=True):
-            text = text.replace(root, ".")
+            if len(root) > 1:  # a workspace at "/" would otherwise lose every slash
+                text = text.replace(root, ".")
         return text
