@@ -16,6 +16,6 @@ from __future__ import annotations
 
 from twinny_magics.tools.base import ToolLimits, ToolOutput
 from twinny_magics.tools.edits import PendingEdit
-from twinny_magics.tools.workspace import Workspace
+from twinny_magics.tools.workspace import Approve, CommandsMode, EditsMode, Workspace
 
-__all__ = ["PendingEdit", "ToolLimits", "ToolOutput", "Workspace"]
+__all__ = ["Approve", "CommandsMode", "EditsMode", "PendingEdit", "ToolLimits", "ToolOutput", "Workspace"]
