@@ -69,9 +69,7 @@ class OllamaStreamParser:
 
     def __init__(self, on_error: ErrorMapper | None = None) -> None:
         self._lines = LineDecoder()
-        self._on_error = on_error or (
-            lambda status, text: error_from_response(status, text, url="the server")
-        )
+        self._on_error: ErrorMapper = on_error or error_from_response
         self._calls: list[tuple[str | None, str, str]] = []
         self._finished = False
 

@@ -68,9 +68,7 @@ class OpenAIStreamParser:
 
     def __init__(self, on_error: ErrorMapper | None = None) -> None:
         self._sse = SSEDecoder()
-        self._on_error = on_error or (
-            lambda status, text: error_from_response(status, text, url="the server")
-        )
+        self._on_error: ErrorMapper = on_error or error_from_response
         self._calls: dict[int, _CallParts] = {}
         self._usage: Usage | None = None
         self._reason: str | None = None

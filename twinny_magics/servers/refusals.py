@@ -120,16 +120,20 @@ def error_from_response(
     status: int,
     text: str,
     *,
-    url: str,
+    url: str | None = None,
     model: str | None = None,
     had_tools: bool = False,
     had_tool_history: bool = False,
 ) -> ServerError:
     """The error a refused request (HTTP ``status``, body ``text``) means, with a message to act on."""
     message, error = error_message(text)
+    if status < 400:
+        # An error sent inside a stream that had begun (HTTP 200): its own code says what it was.
+        code = error.get("code")
+        status = int(code) if isinstance(code, int | str) and str(code).isdigit() else 500
     said = shorten(message or f"HTTP {status}")
     body = shorten(text)
-    where = f"the server at {url}"
+    where = f"The server at {url}" if url else "The server"
     error_type = str(error.get("type") or "")
     if status in (401, 403) or error_type in ("auth_error", "no_db_connection"):
         # LiteLLM without a database answers a key that is not its master key with "No connected db."
@@ -139,7 +143,7 @@ def error_from_response(
             status=status,
             body=body,
         )
-    numbers = too_long_numbers(message, error) if status >= 400 else None
+    numbers = too_long_numbers(message, error)
     if numbers is not None:
         prompt, window = numbers
         sizes = ""
