@@ -1,0 +1,235 @@
+"""How much of a streaming reply may be shown, found incrementally.
+
+Pure: no I/O. A display shows the reply as it streams but must never show part of a call, so it shows
+everything before the first call marker and holds back up to ``HOLD`` trailing characters that could be
+the start of one. ``displayable_length`` answers for a whole text; ``StreamDetector`` answers chunk by
+chunk with the same scanner, keeping only the held-back tail between chunks, so a reply streamed in
+tiny chunks costs what one scan of it costs rather than one scan per chunk.
+
+The scanner skips the inside of ``<think>`` blocks (calls there are not read) and of fenced code in
+other languages (a brace in a Python example is not a call), and decides from at most ``HOLD``
+characters at each ``` ` < [ { ```, so its answer for a prefix never depends on how the prefix arrived.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from twinny_magics.protocol_parse import ParsedReply, parse_reply
+
+HOLD = 12
+
+_NO, _MAYBE, _MATCH, _THINK_OPEN, _THINK_CLOSE, _CODE_OPEN, _CODE_CLOSE = range(7)
+_TEXT, _THINK, _CODE = range(3)
+_TRIGGERS = {_TEXT: re.compile(r"[`<\[{]"), _THINK: re.compile("<"), _CODE: re.compile("`")}
+# Markers longer than HOLD count once their first HOLD characters are there: they are distinctive enough.
+_LITERALS = tuple(
+    marker[:HOLD]
+    for marker in (
+        "<tool_call",
+        "<function=",
+        "<function ",
+        "<function_call",
+        "<|python_tag|>",
+        "<|python_start|>",
+        "<|tool_call_start|>",
+        "[TOOL_CALLS]",
+    )
+)
+_JSON_KEYS = ('"name"', '"function"', '"tool_name"')
+_FENCE_CALL_LANGS = ("tool", "json")
+
+
+def _literal(window: str, literal: str, need_more: bool) -> int:
+    if window.startswith(literal):
+        return _MATCH
+    if need_more and literal.startswith(window):
+        return _MAYBE
+    return _NO
+
+
+def _json_start(window: str, need_more: bool) -> int:
+    """``{"name"`` (also after ``[`` and with whitespace between) starts a JSON call."""
+    j = 0
+    if window.startswith("["):
+        j = len(window) - len(window[1:].lstrip())
+    if j >= len(window):
+        return _MAYBE if need_more else _NO
+    if window[j] != "{":
+        return _NO
+    rest = window[j + 1 :].lstrip()
+    maybe = False
+    for key in _JSON_KEYS:
+        if rest.startswith(key):
+            return _MATCH
+        maybe = maybe or key.startswith(rest)
+    return _MAYBE if maybe and need_more else _NO
+
+
+def _fence(window: str, need_more: bool) -> tuple[int, int]:
+    """A fence at a line start: a call when ``tool``/``json`` or a bare fence around a call, else code."""
+    if not window.startswith("```"):
+        return (_MAYBE, 0) if need_more and "```".startswith(window) else (_NO, 1)
+    ticks = len(window) - len(window.lstrip("`"))
+    info = window[ticks:]
+    if info.startswith(_FENCE_CALL_LANGS):
+        return _MATCH, 0
+    if need_more and any(lang.startswith(info) for lang in _FENCE_CALL_LANGS):
+        return _MAYBE, 0
+    line = info.lstrip(" \t")
+    if line.startswith("\n") or line.startswith("\r\n"):
+        body = line.lstrip()
+        if not body:
+            return (_MAYBE, 0) if need_more else (_CODE_OPEN, ticks)
+        states = [_json_start(body, need_more), *(_literal(body, lit, need_more) for lit in _LITERALS)]
+        if _MATCH in states:
+            return _MATCH, 0
+        if _MAYBE in states:
+            return _MAYBE, 0
+        return _CODE_OPEN, ticks
+    if not line and need_more:
+        return _MAYBE, 0
+    return _CODE_OPEN, ticks
+
+
+def _classify(window: str, mode: int, line_start: bool, final: bool) -> tuple[int, int]:
+    """What the text at a trigger character is, and how many characters that decision consumes."""
+    need_more = not final and len(window) < HOLD
+    if mode == _THINK:
+        state = _literal(window, "</think>", need_more)
+        return (_THINK_CLOSE, 8) if state == _MATCH else (state, 1)
+    if mode == _CODE:
+        if not line_start:
+            return _NO, 1
+        state = _literal(window, "```", need_more)
+        return (_CODE_CLOSE, 3) if state == _MATCH else (state, 1)
+    first = window[0]
+    if first == "`":
+        return _fence(window, need_more) if line_start else (_NO, 1)
+    states = []
+    if first == "<":
+        think = _literal(window, "<think>", need_more)
+        if think == _MATCH:
+            return _THINK_OPEN, 7
+        states = [think, *(_literal(window, lit, need_more) for lit in _LITERALS)]
+    if first == "[":
+        states.append(_literal(window, "[TOOL_CALLS]", need_more))
+    if first in "[{":
+        states.append(_json_start(window, need_more))
+    if _MATCH in states:
+        return _MATCH, 0
+    return (_MAYBE, 0) if _MAYBE in states else (_NO, 1)
+
+
+def _line_start_after(line_start: bool, passed: str) -> bool:
+    """Whether the position after ``passed`` is at a line start (only blanks since the last newline)."""
+    content = passed.rstrip(" \t")
+    return line_start if not content else content.endswith("\n")
+
+
+class _MarkerScan:
+    """The scanner's state between chunks: only the held-back tail and where the scan stands."""
+
+    def __init__(self) -> None:
+        self.shown = 0
+        self.started = False
+        self.scanned = 0
+        self._pending = ""
+        self._mode = _TEXT
+        self._line_start = True
+
+    def push(self, chunk: str, *, final: bool) -> str:
+        """Scan ``chunk`` after what came before; return the text that became displayable."""
+        if self.started:
+            return ""
+        buf = self._pending + chunk
+        self.scanned += len(buf)
+        i, line_start, mode = 0, self._line_start, self._mode
+        while True:
+            found = _TRIGGERS[mode].search(buf, i)
+            if found is None:
+                line_start = _line_start_after(line_start, buf[i:])
+                i = len(buf)
+                break
+            k = found.start()
+            at_k = _line_start_after(line_start, buf[i:k])
+            state, consumed = _classify(buf[k : k + HOLD], mode, at_k, final)
+            if state == _MATCH:
+                self.started = True
+                self._pending = ""
+                self.shown += k
+                return buf[:k]
+            if state == _MAYBE:
+                i, line_start = k, at_k
+                break
+            if state == _THINK_OPEN:
+                mode = _THINK
+            elif state == _CODE_OPEN:
+                mode = _CODE
+            elif state in (_THINK_CLOSE, _CODE_CLOSE):
+                mode = _TEXT
+            line_start = _line_start_after(at_k, buf[k : k + consumed])
+            i = k + consumed
+        self._pending, self._line_start, self._mode = buf[i:], line_start, mode
+        self.shown += i
+        return buf[:i]
+
+
+def displayable_length(text: str, *, final: bool = False) -> int:
+    """How much of a streaming reply may be shown now: all before the first call marker, less a held tail.
+
+    ``final`` says the reply has ended, so a tail that could have become a marker is shown after all.
+    """
+    scan = _MarkerScan()
+    scan.push(text, final=final)
+    return scan.shown
+
+
+class StreamDetector:
+    """Reads a reply as it streams: what may be shown so far, whether a call has started, and at the end
+    the parsed reply. Feeding costs the size of the chunk plus the held-back tail, never a rescan."""
+
+    def __init__(self, tools: list[dict[str, Any]] | None = None) -> None:
+        self._tools = tools
+        self._chunks: list[str] = []
+        self._scan = _MarkerScan()
+        self._parsed: ParsedReply | None = None
+
+    def feed(self, chunk: str) -> str:
+        """Take the next piece of the reply; return the text that has newly become displayable."""
+        self._chunks.append(chunk)
+        self._parsed = None
+        return self._scan.push(chunk, final=False)
+
+    def flush(self) -> str:
+        """The reply has ended: return the held-back tail when it turned out not to start a call."""
+        return self._scan.push("", final=True)
+
+    def finish(self) -> ParsedReply:
+        """The whole reply, parsed once: its content, calls and problems."""
+        if self._parsed is None:
+            self._parsed = parse_reply(self.text, self._tools)
+        return self._parsed
+
+    @property
+    def call_started(self) -> bool:
+        """Whether a call marker has been seen (nothing after it is shown)."""
+        return self._scan.started
+
+    @property
+    def shown(self) -> int:
+        """How many characters of the reply have been returned as displayable."""
+        return self._scan.shown
+
+    @property
+    def scanned(self) -> int:
+        """How many characters the marker scan has examined, held-back ones counted each time."""
+        return self._scan.scanned
+
+    @property
+    def text(self) -> str:
+        """The reply so far."""
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
