@@ -1,0 +1,347 @@
+"""The pieces a reply is shown as: each renders itself as ``text/plain`` and ``text/html``, in any state.
+
+Each piece is its own output in the cell, shown with a display handle and re-shown when it changes, so a
+notebook executed headless, exported to HTML or printed in a terminal keeps exactly what a live browser
+saw (a widget would keep only its repr and a view id). Pure rendering: no widgets, no I/O.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from twinny_magics.conversation import ToolCall, ToolResult
+from twinny_magics.reprs import FONT, MONO, WindowPicture, esc, n
+
+NOTICE_COLOURS = {"warning": "#b8860b", "fallback": "#2a7ab8", "error": "#c62828"}
+NOTICE_MARKS = {"warning": "⚠", "fallback": "↺", "error": "✖"}
+ARGUMENT_CHARS = 40
+TITLE_CHARS = 110
+
+
+class Item:
+    """A piece of a reply's display."""
+
+    def text(self) -> str:
+        """The piece as plain text."""
+        raise NotImplementedError
+
+    def html(self) -> str:
+        """The piece as HTML (inline styles only, so exports and sanitizers keep it)."""
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": self.text(), "text/html": self.html()}
+
+
+@dataclass
+class Bundle(Item):
+    """Any ready-made HTML with its text twin."""
+
+    html_text: str
+    plain: str
+
+    def text(self) -> str:
+        """The text twin."""
+        return self.plain
+
+    def html(self) -> str:
+        """The HTML."""
+        return self.html_text
+
+
+def short_arguments(call: ToolCall) -> str:
+    """A call's arguments in one short line: ``path='a.py', start_line=3``."""
+    parts = []
+    for key, value in call.arguments.items():
+        shown = repr(value) if isinstance(value, str) else str(value)
+        shown = " ".join(shown.split())
+        if len(shown) > ARGUMENT_CHARS:
+            shown = shown[: ARGUMENT_CHARS - 1] + "…"
+        parts.append(f"{key}={shown}")
+    line = ", ".join(parts)
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
+@dataclass
+class StatusLine(Item):
+    """The live line at the top of a reply: the step, what is running, the tokens, the time."""
+
+    steps: int
+    step: int = 0
+    doing: str = "starting"
+    estimate: int | None = None
+    counted: int | None = None
+    ratio: float | None = None
+    calls: int = 0
+    requests: int = 0
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    outcome: str | None = None
+
+    def text(self) -> str:
+        """One line: ``step 2/12 · running read_file · ~1,234 tokens (server 1,300) · 1.2 s``."""
+        elapsed = (self.ended or time.monotonic()) - self.started
+        head = self.outcome or f"step {self.step}/{self.steps} · {self.doing}"
+        parts = [head]
+        if self.outcome:
+            parts.append(f"{self.requests} request{'s' if self.requests != 1 else ''}")
+            parts.append(f"{self.calls} call{'s' if self.calls != 1 else ''}")
+        if self.estimate is not None:
+            tokens = f"~{n(self.estimate)} tokens"
+            if self.counted is not None:
+                tokens += f" (server {n(self.counted)})"
+            parts.append(tokens)
+        if self.ratio is not None:
+            parts.append(f"{self.ratio:.2f} chars/token")
+        parts.append(f"{elapsed:.1f} s")
+        return " · ".join(parts)
+
+    def html(self) -> str:
+        """The line, dimmed, bold when the reply is over."""
+        weight = "bold" if self.outcome else "normal"
+        return f'<div style="{FONT}color:#666;font-weight:{weight}">{esc(self.text())}</div>'
+
+
+@dataclass
+class NoticeItem(Item):
+    """A warning, a fallback or an error, as a visible note."""
+
+    kind: str
+    message: str
+
+    def text(self) -> str:
+        """``⚠ warning: …``."""
+        return f"{NOTICE_MARKS.get(self.kind, '•')} {self.kind}: {self.message}"
+
+    def html(self) -> str:
+        """A note with a coloured left border."""
+        colour = NOTICE_COLOURS.get(self.kind, "#666")
+        return (
+            f'<div style="{FONT}border-left:4px solid {colour};padding:2px 8px;margin:4px 0">'
+            f'<b style="color:{colour}">{NOTICE_MARKS.get(self.kind, "•")} {esc(self.kind)}</b> '
+            f"{esc(self.message)}</div>"
+        )
+
+
+@dataclass
+class RequestItem(Item):
+    """One request: its window picture, what was trimmed to fit it, and the server's count."""
+
+    step: int
+    mode: str
+    last: bool
+    picture: WindowPicture
+    trims: list[str] = field(default_factory=list)
+    usage: str | None = None
+
+    def title(self) -> str:
+        """``Request 2 · native · last, no tools``."""
+        last = " · last, no tools" if self.last else ""
+        return f"Request {self.step} · {self.mode}{last}"
+
+    def text(self) -> str:
+        """The title, the bar in characters, the trims and the count."""
+        lines = [f"── {self.title()}", f"   {self.picture.text()}"]
+        lines += [f"   ✂ {trim}" for trim in self.trims]
+        if self.usage:
+            lines.append(f"   {self.usage}")
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        """The title and the stacked bar."""
+        trims = "".join(f'<div style="color:#b8860b">✂ {esc(t)}</div>' for t in self.trims)
+        usage = f"<div>{esc(self.usage)}</div>" if self.usage else ""
+        return (
+            f'<div style="{FONT}margin-top:6px"><b>{esc(self.title())}</b>'
+            f"{self.picture.html()}{trims}{usage}</div>"
+        )
+
+
+@dataclass
+class TextItem(Item):
+    """What the model wrote in one step, shown as Markdown (its text twin is the text itself)."""
+
+    step: int
+    body: str = ""
+    shown_at: float = 0.0
+
+    def text(self) -> str:
+        """The text as written."""
+        return self.body
+
+    def html(self) -> str:
+        """The text, wrapped (used only inside the whole reply's fallback; cells get Markdown)."""
+        return f'<div style="white-space:pre-wrap;margin:4px 0">{esc(self.body)}</div>'
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        # Markdown, not HTML: JupyterLab ranks text/html above text/markdown and would show it raw.
+        return {"text/markdown": self.body or " ", "text/plain": self.body}
+
+
+@dataclass
+class CallItem(Item):
+    """One tool call: a collapsible item with the output as the model saw it."""
+
+    key: str
+    call: ToolCall
+    result: ToolResult | None = None
+    trimmed_at: int | None = None
+    pending_edit: bool = False
+
+    def title(self) -> str:
+        """``read_file path='a.py'``."""
+        args = short_arguments(self.call)
+        return f"{self.call.name} {args}".strip()
+
+    def badges(self) -> list[str]:
+        """Short notes after the title: running, size, error, cut, trimmed, waiting for review."""
+        result = self.result
+        if result is None:
+            return ["running…"]
+        badges = [f"{len(result.output):,} chars"]
+        if result.is_error:
+            badges.append("error")
+        if result.cut_chars:
+            badges.append(f"cut: {result.cut_chars:,} chars left out")
+        if self.trimmed_at is not None:
+            badges.append(f"trimmed at request {self.trimmed_at}")
+        if self.pending_edit:
+            badges.append("waits for review")
+        return badges
+
+    def notes(self) -> list[str]:
+        """Sentences that explain the badges inside the item."""
+        notes = []
+        if self.trimmed_at is not None:
+            notes.append(
+                f"Request {self.trimmed_at} trimmed this result to its first line to save context; "
+                "below is what the model saw before that."
+            )
+        if self.result is not None and self.result.cut_chars:
+            notes.append(
+                f"The tool returned {len(self.result.full_text):,} characters; the model saw them cut, "
+                "with a note of what was left out (at the end)."
+            )
+        return notes
+
+    def text(self) -> str:
+        """``[1.0] read_file path='a.py' — 120 chars`` and the output, indented."""
+        head = f"[{self.key}] {self.title()} — {', '.join(self.badges())}"
+        lines = [head] + [f"    ({note})" for note in self.notes()]
+        if self.result is not None:
+            lines += [f"    {line}" for line in self.result.output.splitlines()]
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        """A ``<details>`` whose summary is the call and whose body is the output."""
+        result = self.result
+        colour = "#c62828" if result is not None and result.is_error else "inherit"
+        badges = " · ".join(esc(b) for b in self.badges())
+        trimmed = (
+            ' <span style="background:#b8860b;color:white;border-radius:3px;padding:0 4px">trimmed</span>'
+            if self.trimmed_at is not None
+            else ""
+        )
+        notes = "".join(f'<div style="color:#b8860b">{esc(note)}</div>' for note in self.notes())
+        body = (
+            f'<pre style="{MONO}white-space:pre-wrap;max-height:24em;overflow:auto;margin:4px 0 4px 1em">'
+            f"{esc(result.output)}</pre>"
+            if result is not None
+            else ""
+        )
+        return (
+            f'<details style="{FONT}margin:2px 0"><summary style="cursor:pointer">'
+            f'<span style="color:{colour}"><b>{esc(self.call.name)}</b></span> '
+            f'<code style="{MONO}">{esc(short_arguments(self.call))}</code> '
+            f'<span style="color:#888">{badges}</span>{trimmed}</summary>{notes}{body}</details>'
+        )
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff with added lines green and removed lines red."""
+    lines = []
+    for line in diff.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            style = "background:rgba(46,160,67,0.18)"
+        elif line.startswith("-") and not line.startswith("---"):
+            style = "background:rgba(248,81,73,0.18)"
+        elif line.startswith("@@"):
+            style = "color:#888"
+        else:
+            style = ""
+        lines.append(f'<span style="{style}">{esc(line)}</span>')
+    return f'<pre style="{MONO}margin:4px 0;max-height:30em;overflow:auto">' + "\n".join(lines) + "</pre>"
+
+
+@dataclass
+class EditItem(Item):
+    """A proposed edit: its diff, its status, and how to apply it without buttons."""
+
+    edit: Any
+    message: str = ""
+
+    @property
+    def status(self) -> str:
+        """``pending``, ``applied``, ``discarded`` or ``conflict``."""
+        return str(getattr(self.edit, "status", "pending"))
+
+    def headline(self) -> str:
+        """``Proposed edit to a.py — waiting for review``."""
+        path = getattr(self.edit, "path", "?")
+        what = "Proposed new file" if getattr(self.edit, "creates", False) else "Proposed edit to"
+        state = {
+            "pending": "waiting for review: Apply or Discard (or %agent apply / %agent discard)",
+            "applied": "applied",
+            "discarded": "discarded",
+            "conflict": "not applied: the file changed meanwhile",
+        }.get(self.status, self.status)
+        return f"{what} {path} — {state}"
+
+    def text(self) -> str:
+        """The headline, the message of the last action, the diff."""
+        lines = [self.headline()]
+        if self.message:
+            lines.append(self.message)
+        lines.append(str(getattr(self.edit, "diff", "")))
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        """The headline and the coloured diff."""
+        colour = {"applied": "#2e7d32", "discarded": "#888", "conflict": "#c62828"}.get(
+            self.status, "inherit"
+        )
+        message = f"<div>{esc(self.message)}</div>" if self.message else ""
+        return (
+            f'<div style="{FONT}border:1px solid rgba(127,127,127,0.4);padding:4px 8px;margin:4px 0">'
+            f'<b style="color:{colour}">{esc(self.headline())}</b>{message}'
+            f"{diff_html(str(getattr(self.edit, 'diff', '')))}</div>"
+        )
+
+
+@dataclass
+class ApprovalItem(Item):
+    """A command the model asked to run, and what became of the request."""
+
+    command: str
+    state: str = "waiting"
+
+    def text(self) -> str:
+        """``run_command asks to run: pytest -q — waiting for approval``."""
+        state = {
+            "waiting": "waiting for approval (Run / Don't run)",
+            "approved": "approved",
+            "declined": "declined",
+            "unanswered": "nobody answered; not run",
+            "stopped": "stopped",
+        }.get(self.state, self.state)
+        return f"run_command asks to run: {self.command} — {state}"
+
+    def html(self) -> str:
+        """The command in a box with its state."""
+        return (
+            f'<div style="{FONT}border-left:4px solid #2a7ab8;padding:2px 8px;margin:4px 0">'
+            f'The model asks to run <code style="{MONO}">{esc(self.command)}</code> — '
+            f"<b>{esc(self.text().rsplit(' — ', 1)[-1])}</b></div>"
+        )
