@@ -1,0 +1,399 @@
+"""The notebook face: ``%%agent`` asks a question, ``%agent`` is the session and its commands.
+
+Loading the extension must stay fast, so this module imports only IPython and traitlets; the session
+(and with it the loop, the servers and httpx) and the display (ipywidgets) are imported by the first
+cell that needs them.
+
+How a session is chosen: options that define it (server, model, kind, workspace, window, api key)
+make a new session when they change; every other option (mode, steps, edits, commands) applies to the
+cell it is written on. ``%agent use NAME`` adopts an `Agent` made in the notebook (e.g. over a
+`ScriptedServer`); tests and embedders may also set ``TwinnyMagics.session_factory``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
+
+from IPython.core import magic as _magic
+from IPython.core import magic_arguments as _arguments
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, magics_class
+from traitlets import Any as AnyTrait
+from traitlets import Bool, Enum, Int, Unicode
+
+from twinny_magics import reprs
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from twinny_magics.agent import Agent
+    from twinny_magics.display import EditPanel, ReplyView
+
+#: The options that make a different session when they change.
+SESSION_OPTIONS = ("server", "model", "kind", "workspace", "window", "api_key")
+#: The options that apply to one cell of the same session.
+TURN_OPTIONS = ("mode", "steps", "edits", "commands")
+SUBCOMMANDS = "status, reset, new, plan N, apply [N…], discard [N…], use NAME"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _Decorator(Protocol):
+    def __call__(self, func: _F, /) -> _F: ...
+
+
+# IPython's magic_arguments is untyped, and line_cell_magic is typed for both of its uses at once:
+# these are typed views of them.
+line_cell_magic = cast("_Decorator", _magic.line_cell_magic)
+magic_arguments: Callable[[], _Decorator] = _arguments.magic_arguments
+argument: Callable[..., _Decorator] = _arguments.argument
+parse_argstring: Callable[[Any, str], Any] = _arguments.parse_argstring
+
+
+@magics_class
+class TwinnyMagics(Magics):
+    """``%%agent`` and ``%agent``; defaults come from ``%config TwinnyMagics.<option> = …``."""
+
+    server = Unicode(
+        None, allow_none=True, help="The model server's URL; unset: the usual places, then the embedded one."
+    ).tag(config=True)
+    model = Unicode(None, allow_none=True, help="The model to ask for; unset: the server's.").tag(config=True)
+    kind = Unicode(
+        None, allow_none=True, help="The server's kind (ollama, llamacpp, lmstudio, …); unset: recognised."
+    ).tag(config=True)
+    mode = Enum(["auto", "native", "text"], "auto", help="How tools are offered.").tag(config=True)
+    steps = Int(12, help="At most this many requests per reply.").tag(config=True)
+    edits = Enum(["review", "apply"], "review", help="review: edits wait for Apply; apply: written.").tag(
+        config=True
+    )
+    commands = Enum(["ask", "allow", "off"], "ask", help="Whether run_command asks first.").tag(config=True)
+    window = Int(
+        None, allow_none=True, help="The window to load the model with (Ollama num_ctx, the embedded server)."
+    ).tag(config=True)
+    workspace = Unicode(
+        None, allow_none=True, help="The folder the tools see; unset: the kernel's working directory."
+    ).tag(config=True)
+    quiet = Bool(False, help="Show only the answer.").tag(config=True)
+    api_key = Unicode(None, allow_none=True, help="Sent as a Bearer token.").tag(config=True)
+    output = Enum(
+        ["auto", "rich", "text"],
+        "auto",
+        help="rich: outputs updated in place (a kernel); text: printed lines (a terminal); auto: pick.",
+    ).tag(config=True)
+    session_factory = AnyTrait(
+        None,
+        allow_none=True,
+        help="A callable taking Agent's keyword arguments and returning the session (default: Agent).",
+    )
+
+    def __init__(self, shell: InteractiveShell | None = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self._session: Agent | None = None
+        self._session_key: tuple[Any, ...] | None = None
+        # For a session adopted with `%agent use`: its own turn settings, which cells fall back to.
+        self._baseline: dict[str, Any] | None = None
+        self._view: ReplyView | None = None
+        self._panels: list[EditPanel] = []
+
+    # -- the magic -------------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--server", metavar="URL", help="the model server (Ollama, llama.cpp, LM Studio, a gateway…)")
+    @argument("--model", help="the model to ask for")
+    @argument("--kind", help="the server's kind: ollama, llamacpp, lmstudio, litellm, vllm, openai, …")
+    @argument("--mode", choices=["auto", "native", "text"], help="tools as JSON schemas, or as text")
+    @argument("--steps", type=int, metavar="N", help="at most N requests in this reply (default 12)")
+    @argument("--edits", choices=["review", "apply"], help="review: edits wait for Apply/Discard")
+    @argument("--commands", choices=["ask", "allow", "off"], help="whether run_command asks first")
+    @argument("--window", type=int, metavar="N", help="load the model with an N-token window")
+    @argument("--workspace", metavar="DIR", help="the folder the tools see (default: the notebook's)")
+    @argument("--api-key", dest="api_key", metavar="KEY", help="sent as a Bearer token")
+    @argument("--new", action="store_true", help="start a new session (forget earlier turns)")
+    @argument("--quiet", action="store_true", default=None, help="show only the answer")
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> Any:
+        """Ask the coding agent: the cell is the question, the notebook's folder its workspace.
+
+        %%agent [options]   the cell below is the question; each cell is a turn of one session.
+        %agent              the session (an Agent): s = %agent; s.plan; s.estimator.ratio; s.replies
+        %agent status       server, model, window, plan, ratio, replies, pending edits
+        %agent reset        forget earlier turns and notes (same server and estimate)
+        %agent new          a new session
+        %agent plan N       how an N-token window is shared out
+        %agent apply [N…]   apply the edits waiting for review (all, or by number in status)
+        %agent discard [N…] discard them
+        %agent use NAME     make the Agent in variable NAME the session (e.g. over a ScriptedServer)
+
+        Defaults for every option: %config TwinnyMagics.<option> = value (server, model, kind, mode,
+        steps, edits, commands, window, workspace, quiet, api_key, output); options on the %%agent line
+        override them for that cell. Changing server, model, kind, workspace, window or api key starts
+        a new session. The kernel's stop button stops a reply; the session keeps working.
+        """
+        if cell is None:
+            return self._line(line)
+        self._cell(line, cell)
+        return None
+
+    def _cell(self, line: str, cell: str) -> None:
+        args = parse_argstring(self.agent, line)
+        question = cell.strip()
+        if not question:
+            raise UsageError("Write the question in the cell, under the %%agent line.")
+        given = {name: getattr(args, name) for name in (*SESSION_OPTIONS, *TURN_OPTIONS)}
+        given = {name: value for name, value in given.items() if value is not None}
+        options = {**self._defaults(), **given}
+        session = self._session_for(options, new=args.new)
+        self._tune(session, {**(self._baseline or options), **given})
+        view = self._new_view(question, session, quiet=self.quiet if args.quiet is None else args.quiet)
+        self._view = view
+        view.start()
+        from twinny_magics.errors import TwinnyError  # noqa: PLC0415 - the first cell pays for imports
+
+        try:
+            session.run(question, on_event=view.handle)
+        except KeyboardInterrupt:
+            # The stop button: Agent.run has cancelled the reply; say so instead of a traceback.
+            view.interrupted()
+        except TwinnyError as error:
+            view.failed(str(error))
+        finally:
+            self._view = None
+            self._panels = [p for p in self._panels if p.item.status == "pending"] + view.edit_panels
+
+    def _line(self, line: str) -> Any:
+        words = shlex.split(line)
+        if not words:
+            return self.session
+        command, rest = words[0], words[1:]
+        handlers: dict[str, Callable[[list[str]], None]] = {
+            "status": self._status,
+            "reset": self._reset,
+            "new": self._new,
+            "plan": self._plan,
+            "apply": lambda r: self._settle(r, apply=True),
+            "discard": lambda r: self._settle(r, apply=False),
+            "use": self._use,
+        }
+        handler = handlers.get(command)
+        if handler is None:
+            raise UsageError(
+                f"%agent {command}: not a command. %agent takes: {SUBCOMMANDS}; "
+                "a question goes in a %%agent cell."
+            )
+        handler(rest)
+        return None
+
+    # -- the session -----------------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Agent:
+        """The session the cells use (made from the defaults when there is none yet)."""
+        if self._session is None:
+            return self._session_for(self._defaults(), new=False)
+        return self._session
+
+    def _defaults(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in (*SESSION_OPTIONS, *TURN_OPTIONS)}
+
+    def _key(self, options: dict[str, Any]) -> tuple[Any, ...]:
+        workspace = os.path.abspath(options.get("workspace") or os.getcwd())
+        return tuple(workspace if name == "workspace" else options.get(name) for name in SESSION_OPTIONS)
+
+    def _session_for(self, options: dict[str, Any], *, new: bool) -> Agent:
+        key = self._key(options)
+        if self._session is not None and key == self._session_key:
+            if new:
+                if self._baseline is not None:
+                    # An adopted session is kept (it may be scripted); a new session means a new conversation.
+                    self._session.reset()
+                else:
+                    self._session = self._make(options, key)
+            return self._session
+        self._baseline = None
+        self._session = self._make(options, key)
+        return self._session
+
+    def _make(self, options: dict[str, Any], key: tuple[Any, ...]) -> Agent:
+        factory = self.session_factory
+        if factory is None:
+            from twinny_magics.agent import Agent  # noqa: PLC0415
+
+            factory = Agent
+        self._session_key = key
+        session: Agent = factory(
+            base_url=options["server"],
+            model=options["model"],
+            kind=options["kind"],
+            workspace=key[SESSION_OPTIONS.index("workspace")],
+            window=options["window"],
+            api_key=options["api_key"],
+            mode=options["mode"],
+            steps=options["steps"],
+            edits=options["edits"],
+            commands=options["commands"],
+            approve=self._approver(),
+            namespace=self.shell.user_ns if self.shell is not None else None,
+        )
+        return session
+
+    def _approver(self) -> Callable[[str], Any] | None:
+        """The approval callback when someone can answer (see display.buttons), else None: not run."""
+        if self._style() != "rich":
+            return None
+        from twinny_magics.display import buttons  # noqa: PLC0415
+
+        kernel = getattr(self.shell, "kernel", None)
+        if not buttons.widgets_live() or buttons.kernel_subshell(kernel) is None:
+            return None
+        return self._approve
+
+    async def _approve(self, command: str) -> bool:
+        view = self._view
+        if view is None:
+            return False
+        return await view.approve(command)
+
+    def _tune(self, session: Agent, options: dict[str, Any]) -> None:
+        """Apply one cell's turn options (mode, steps, edits, commands) to the session."""
+        # TODO(agent.py): an Agent.configure(mode=, steps=, edits=, commands=) would keep this in one place.
+        loop = getattr(session, "_loop", None)
+        tools = getattr(session, "_tools", None)
+        if options.get("steps") is not None and session.settings.steps != options["steps"]:
+            session.settings = replace(session.settings, steps=options["steps"])
+            if loop is not None:
+                loop.settings = session.settings
+        mode = options.get("mode")
+        if mode is not None and mode != session.requested_mode:
+            session.requested_mode = mode
+            if loop is not None and mode in ("native", "text"):
+                loop.mode = mode
+        for name in ("edits", "commands"):
+            value = options.get(name)
+            if value is not None:
+                setattr(session, name, value)
+                if tools is not None and hasattr(tools, name):
+                    setattr(tools, name, value)
+
+    # -- showing a reply -------------------------------------------------------------------------------
+
+    def _style(self) -> str:
+        if self.output != "auto":
+            return str(self.output)
+        # A kernel (JupyterLab, Notebook, VS Code, nbclient) shows rich outputs; a terminal prints.
+        return "rich" if getattr(self.shell, "kernel", None) is not None else "text"
+
+    def _new_view(self, question: str, session: Agent, *, quiet: bool) -> ReplyView:
+        from twinny_magics.display import ReplyView, buttons  # noqa: PLC0415
+
+        style: Literal["rich", "text"] = "rich" if self._style() == "rich" else "text"
+        return ReplyView(
+            question,
+            steps=session.settings.steps,
+            style=style,
+            quiet=quiet,
+            with_buttons=style == "rich",
+            # Only a live widget frontend can answer (headless runs never open the control comm).
+            approval_subshell=buttons.kernel_subshell(getattr(self.shell, "kernel", None))
+            if style == "rich" and buttons.widgets_live()
+            else None,
+        )
+
+    def _show(self, html: str, text: str) -> None:
+        from IPython.display import display  # noqa: PLC0415
+
+        from twinny_magics.display import Bundle  # noqa: PLC0415
+
+        if self._style() == "rich":
+            show: Callable[..., Any] = display  # IPython's display is untyped
+            show(Bundle(html, text))
+        else:
+            print(text)
+
+    # -- the line commands -----------------------------------------------------------------------------
+
+    def _status(self, rest: list[str]) -> None:
+        session = self.session
+        self._show(reprs.agent_html(session), reprs.agent_text(session))
+
+    def _reset(self, rest: list[str]) -> None:
+        session = self.session
+        turns = len(session.replies)
+        session.reset()
+        print(f"Session reset: {turns} earlier turn{'s' if turns != 1 else ''} and their notes forgotten.")
+
+    def _new(self, rest: list[str]) -> None:
+        self._session_for({**self._defaults(), **(self._baseline or {})}, new=True)
+        if self._baseline is not None:
+            print("The adopted session was reset (a new conversation on the same server).")
+        else:
+            print("A new session: the next %%agent cell starts from scratch.")
+
+    def _plan(self, rest: list[str]) -> None:
+        from twinny_magics.budget import plan_context  # noqa: PLC0415
+
+        if len(rest) != 1 or not rest[0].replace(",", "").replace("_", "").isdigit():
+            raise UsageError("%agent plan N: how an N-token window is shared out, e.g. %agent plan 8192")
+        ratio = self._session.estimator.ratio if self._session is not None else 3.3
+        plan = plan_context(int(rest[0].replace(",", "").replace("_", "")), ratio)
+        self._show(reprs.plan_html(plan), reprs.plan_text(plan))
+
+    def _settle(self, rest: list[str], *, apply: bool) -> None:
+        from twinny_magics.display import EditPanel  # noqa: PLC0415
+
+        edits = reprs.pending_edits(self._session) if self._session is not None else []
+        if not edits:
+            print("No edits are waiting for review.")
+            return
+        chosen = edits
+        if rest:
+            try:
+                numbers = [int(word) for word in rest]
+            except ValueError:
+                raise UsageError(
+                    f"%agent {'apply' if apply else 'discard'} [N…]: numbers from %agent status"
+                ) from None
+            wrong = [number for number in numbers if not 1 <= number <= len(edits)]
+            if wrong:
+                raise UsageError(f"No pending edit {wrong[0]}: there are {len(edits)} (see %agent status).")
+            chosen = [edits[number - 1] for number in numbers]
+        for edit in chosen:
+            panel = next((p for p in self._panels if p.edit is edit), None)
+            if panel is None:
+                panel = EditPanel(edit, show=False, with_buttons=False)
+            print(panel.apply() if apply else panel.discard())
+
+    def _use(self, rest: list[str]) -> None:
+        if len(rest) != 1 or self.shell is None:
+            raise UsageError("%agent use NAME: make the Agent in variable NAME the session of the cells.")
+        session = self.shell.user_ns.get(rest[0])
+        if session is None or not all(hasattr(session, name) for name in ("run", "replies", "settings")):
+            raise UsageError(f"{rest[0]} is not an Agent (from twinny_magics import Agent).")
+        if getattr(session, "approve", None) is None:
+            session.approve = self._approver()
+        self._session = session
+        self._session_key = self._key(self._defaults())
+        self._baseline = {
+            "mode": session.requested_mode,
+            "steps": session.settings.steps,
+            "edits": session.edits,
+            "commands": session.commands,
+        }
+        print(f"%%agent cells now use {rest[0]}: {session!r}")
+
+
+def load_ipython_extension(ip: InteractiveShell) -> None:
+    """``%load_ext twinny_magics``: register ``%agent``/``%%agent`` and the rich reprs."""
+    ip.register_magics(TwinnyMagics(shell=ip))
+    reprs.register(ip)
+
+
+def unload_ipython_extension(ip: InteractiveShell) -> None:
+    """``%unload_ext twinny_magics``: remove what loading added."""
+    for kind in ("line", "cell"):
+        ip.magics_manager.magics[kind].pop("agent", None)
+    ip.configurables[:] = [c for c in ip.configurables if not isinstance(c, TwinnyMagics)]
+    reprs.unregister(ip)
