@@ -53,6 +53,7 @@ _TAG_AT = re.compile(_TAG_PATTERN)
 _MASTER_PARTS = (
     r"(?P<fence>^[ \t]{0,3}`{3,})",
     r"(?P<think><think>)",
+    r"(?P<unthink></think>)",
     rf"(?P<tag>{_TAG_PATTERN})",
     r"(?P<func><function[= ])",
     r"(?P<json>\{(?=\s*\")|\[(?=\s*\{))",
@@ -74,6 +75,7 @@ _BAD_NAME = re.compile(r"[\n\r\t<>{}()\[\]]")
 _SEPARATORS = re.compile(r"[\s,;]*")
 _CALL_FENCE_LANGS = frozenset({"tool", "tool_call", "tool_code", "tool_calls", "function", "function_call"})
 _MAX_TAG_DEPTH = 3
+MAX_PROBLEMS = 5
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,8 @@ def _master_pattern(specs: dict[str, ToolSpec]) -> re.Pattern[str]:
     if not specs:
         return _PLAIN_MASTER
     names = "|".join(re.escape(name) for name in sorted(specs, key=len, reverse=True))
-    named = rf"(?P<name>(?<![\w.\-])(?:{names})(?=[ \t]*[({{]))"
+    # An optional namespace ("functions.grep") as some fine-tunes write; the lookbehind keeps this linear.
+    named = rf"(?P<name>(?<![\w.\-])(?:[A-Za-z_]\w*\.)?(?:{names})(?=[ \t]*[({{]))"
     return re.compile("|".join((*_MASTER_PARTS, named)), re.MULTILINE)
 
 
@@ -143,6 +146,7 @@ class _Reader:
         self.problems: dict[int, _Problem] = {}
         self.removed: list[tuple[int, int]] = []
         self.thinking: list[str] = []
+        self.seen_think = False
         stripped = text.rstrip()
         # A bare call counts mid-line only when it ends the reply, which needs a closer there.
         self.ends_with_closer = bool(stripped) and stripped[-1] in ")]}"
@@ -150,11 +154,12 @@ class _Reader:
     # --- the pass -----------------------------------------------------------------------------------
 
     def read(self) -> ParsedReply:
-        pos = self._leading_thinking()
+        pos = 0
         master = _master_pattern(self.specs)
         handlers = {
             "fence": self._fence,
             "think": self._think,
+            "unthink": self._unthink,
             "tag": self._top_tag,
             "func": self._top_function,
             "json": self._top_json,
@@ -168,6 +173,11 @@ class _Reader:
             kind = match.lastgroup or ""
             pos = max(handlers[kind](match), match.start() + 1)
         problems = list(self.problems.values())
+        if len(problems) > MAX_PROBLEMS:
+            # Every message goes back into a small window: a reply of garbage must not flood it.
+            more = len(problems) - MAX_PROBLEMS + 1
+            summary = f"{more} more tool calls could not be read. Write one call per message."
+            problems = [*problems[: MAX_PROBLEMS - 1], _Problem(self.n, summary)]
         return ParsedReply(
             content=self._content(),
             calls=self.calls,
@@ -183,16 +193,21 @@ class _Reader:
         if read.calls:
             self.removed.append((start, read.end))
 
-    def _leading_thinking(self) -> int:
-        # Templates that open <think> in the prompt leave only its closer in the reply.
-        close = self.text.find("</think>")
-        if close == -1 or self.text.find("<think>", 0, close) != -1:
-            return 0
-        self.thinking.append(self.text[:close].strip())
-        self.removed.append((0, close + 8))
-        return close + 8
+    def _unthink(self, match: re.Match[str]) -> int:
+        # A closer with no opener: the template opened <think> in the prompt, so all before it was
+        # reasoning, calls included. Only the first such closer counts; a closer inside a call's
+        # arguments never gets here, since the call's reader consumed it.
+        if self.seen_think:
+            return match.end()
+        self.seen_think = True
+        self.calls.clear()
+        self.problems.clear()
+        self.thinking = [self.text[: match.start()].strip()]
+        self.removed = [(0, match.end())]
+        return match.end()
 
     def _think(self, match: re.Match[str]) -> int:
+        self.seen_think = True
         close = self.scan.find("</think>", match.end())
         end = self.n if close == -1 else close + 8
         self.thinking.append(self.text[match.end() : close if close != -1 else self.n].strip())
@@ -252,24 +267,11 @@ class _Reader:
         return read.end
 
     def _top_json(self, match: re.Match[str]) -> int:
-        text, start = self.text, match.start()
-        if text[start] == "{":
-            key = _FIRST_KEY.match(text, start)
-            name = key.group(1) if key else ""
-            if name not in _CALL_KEYS and not (self.specs and resolve_name(name, self.specs)):
-                # Data, not a call: skip the whole object so that nothing inside it is read as one.
-                close = self.scan.close_of(start)
-                if (
-                    close >= 0
-                    and self.scan.spend(close - start)
-                    and decode_lenient(text[start : close + 1])[1] is None
-                ):
-                    return close + 1
-                return start + 1
-        read = self._json_value(start, strong=False)
+        # Data that is not a call is skipped whole (the read ends after it), so no call is read out of data.
+        read = self._json_value(match.start(), strong=False)
         if read is None:
-            return start + 1
-        self._record(start, read)
+            return match.start() + 1
+        self._record(match.start(), read)
         return read.end
 
     def _top_pylist(self, match: re.Match[str]) -> int:
@@ -430,7 +432,8 @@ class _Reader:
         key = _FIRST_KEY.match(self.text, start)
         if key is None or key.group(1) not in _CALL_KEYS:
             return False
-        return _CALL_SHAPED.search(self.text, start, min(end + 1, start + 4096)) is not None
+        # A call names its arguments near its start; looking further would make garbage text costly.
+        return _CALL_SHAPED.search(self.text, start, min(end + 1, start + 256)) is not None
 
     def _from_object(self, obj: Any, pos: int, *, strong: bool) -> ToolCall | _Problem | None:
         if not isinstance(obj, dict):

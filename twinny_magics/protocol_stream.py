@@ -22,7 +22,13 @@ HOLD = 12
 
 _NO, _MAYBE, _MATCH, _THINK_OPEN, _THINK_CLOSE, _CODE_OPEN, _CODE_CLOSE = range(7)
 _TEXT, _THINK, _CODE = range(3)
-_TRIGGERS = {_TEXT: re.compile(r"[`<\[{]"), _THINK: re.compile("<"), _CODE: re.compile("`")}
+# Only characters that can start a marker stop the regex (checked in C); the next character already rules
+# out most brackets in code and prose, and one at the very end of the text must wait for more.
+_TRIGGERS = {
+    _TEXT: re.compile(r"`|<(?:[tf|]|\Z)|\[(?:[\sT{]|\Z)|\{(?:[\s\"]|\Z)"),
+    _THINK: re.compile(r"<(?:/|\Z)"),
+    _CODE: re.compile("`"),
+}
 # Markers longer than HOLD count once their first HOLD characters are there: they are distinctive enough.
 _LITERALS = tuple(
     marker[:HOLD]
