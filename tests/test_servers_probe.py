@@ -296,6 +296,15 @@ def test_resolving_a_server_picks_its_loaded_model() -> None:
     assert (info.kind, info.model, info.api_base) == ("openwebui", "llama3.1:8b", "http://127.0.0.1:3000/api")
 
 
+def test_connecting_to_a_hosted_api_without_a_model_asks_for_one() -> None:
+    from twinny_magics.errors import ModelNotFound
+    from twinny_magics.servers import connect
+
+    with pytest.raises(ModelNotFound, match="Name the model"):
+        connect("https://api.openai.com/v1", api_key="sk-x")
+    assert connect("https://api.openai.com/v1", "gpt-4o-mini", api_key="sk-x").model == "gpt-4o-mini"
+
+
 def test_a_hosted_api_keeps_a_base_that_is_not_v1() -> None:
     info = resolve_server("https://generativelanguage.googleapis.com/v1beta/openai/", "gemini-2.0-flash")
     assert info.kind == "hosted"
@@ -364,11 +373,11 @@ def test_discovery_skips_an_ollama_host_that_does_not_answer() -> None:
 
 def test_discovery_uses_openai_base_url_and_key() -> None:
     fake = FakeVLLM(models={"coder": 16384})
-    hosts = Hosts({"10.1.2.3:9000": fake})
-    env = {"OPENAI_BASE_URL": "http://10.1.2.3:9000/v1", "OPENAI_API_KEY": "sk-team"}
+    hosts = Hosts({"127.0.0.1:9000": fake})
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9000/v1", "OPENAI_API_KEY": "sk-team"}
     with sync_client(hosts) as client:
         found = discover(env, client=client)
-    assert found == ServerInfo("http://10.1.2.3:9000", "vllm", "coder", "sk-team")
+    assert found == ServerInfo("http://127.0.0.1:9000", "vllm", "coder", "sk-team")
     assert fake.requests[0].headers["authorization"] == "Bearer sk-team"
 
 

@@ -13,9 +13,10 @@ from dataclasses import replace
 
 import httpx
 
+from twinny_magics.errors import ModelNotFound
 from twinny_magics.servers.base import ChatEvent, ChatRequest
 from twinny_magics.servers.embedded import DEFAULT_N_CTX, EmbeddedServer, start_embedded
-from twinny_magics.servers.kinds import Kind, ServerInfo, small_window_warning
+from twinny_magics.servers.kinds import NEVER_ASKED, Kind, ServerInfo, small_window_warning
 from twinny_magics.servers.ollama import OllamaChatServer
 from twinny_magics.servers.openai import OpenAIChatServer
 from twinny_magics.servers.probe import DEFAULT_CACHE, ProbeCache, acontext_window, discover, resolve_server
@@ -149,4 +150,9 @@ def connect(
             info = replace(info, model=model or info.model, api_key=api_key or info.api_key)
     else:
         info = resolve_server(base_url, model, kind, api_key=api_key, cache=cache)
+    if info.model is None and info.kind in NEVER_ASKED:
+        # A hosted API serves many models and none is "loaded": the user has to name one.
+        raise ModelNotFound(
+            f"Name the model to use at {info.base_url}: `model=` (or `--model` on the magic line).",
+        )
     return ConnectedServer(info, window=window, client_factory=client_factory, cache=cache, embedded=embedded)

@@ -475,7 +475,8 @@ def discover_steps(env: Mapping[str, str], timeout: float = DISCOVERY_TIMEOUT) -
             return ServerInfo(root, from_url, None, api_key, chat_base=hosted_chat_base(base_url))
         found = yield from probe_kind_steps(root, api_key, timeout)
         if found is not None:
-            kind = from_url or found
+            # What the routes show beats what the port suggests; the port helps only a generic answer.
+            kind = from_url if found == "compatible" and from_url is not None else found
             model = yield from model_steps(root, kind, api_key)
             return ServerInfo(root, kind, model, api_key)
     elif api_key:
@@ -492,12 +493,12 @@ def discover_steps(env: Mapping[str, str], timeout: float = DISCOVERY_TIMEOUT) -
     answers = yield asks
     for number, (root, kind) in enumerate(roots):
         tell, listing = answers[2 * number], answers[2 * number + 1]
-        found: Kind | None = kind if _looks(kind, tell) else None
-        if found is None and _looks("compatible", listing):
-            found = (yield from probe_kind_steps(root, None, timeout)) or "compatible"
-        if found is not None:
-            model = yield from model_steps(root, found)
-            return ServerInfo(root, found, model)
+        here: Kind | None = kind if _looks(kind, tell) else None
+        if here is None and _looks("compatible", listing):
+            here = (yield from probe_kind_steps(root, None, timeout)) or "compatible"
+        if here is not None:
+            model = yield from model_steps(root, here)
+            return ServerInfo(root, here, model)
     return None
 
 
