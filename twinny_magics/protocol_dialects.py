@@ -1,0 +1,545 @@
+"""How each dialect of tool call is read, once the pass over a reply has found where one may start.
+
+Pure: no I/O. A reader looks at one position and returns None ("no call here") or a ``Read``: the calls
+it read, the problems it found (a call meant but not readable) and where it stopped. ``strong`` says the
+context already means a call (inside ``<tool_call>``, ``[TOOL_CALLS]``, a ```` ```tool ```` fence): there
+anything unreadable is a problem; elsewhere it is just text. Readers nest (a fence holding a tag holding
+JSON) and share one ``TextScan``, so every character is scanned a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from twinny_magics.conversation import ToolCall
+from twinny_magics.protocol_scan import TextScan, call_arguments, decode_lenient, skip_ws
+from twinny_magics.protocol_schema import (
+    ToolSpec,
+    coerce_text,
+    coerce_value,
+    example_call,
+    format_call,
+    preferred_example,
+    resolve_name,
+)
+
+# Tags whose body is a call (a body we cannot read is a problem) and tags some templates wrap a call in
+# that also occur in ordinary prose (a body that is not a call leaves them alone).
+_CLOSERS: dict[str, str | None] = {
+    "<tool_call>": "</tool_call>",
+    "<tool_calls>": "</tool_calls>",
+    "<function_call>": "</function_call>",
+    "<|python_start|>": "<|python_end|>",
+    "<|tool_call_start|>": "<|tool_call_end|>",
+    "<|python_tag|>": None,
+    "[TOOL_CALLS]": "[/TOOL_CALLS]",
+    "<tool>": "</tool>",
+    "<tools>": "</tools>",
+    "<response>": "</response>",
+    "<json>": "</json>",
+    "<JSON>": "</JSON>",
+    "<xml>": "</xml>",
+}
+_WEAK_TAGS = frozenset({"<tool>", "<tools>", "<response>", "<json>", "<JSON>", "<xml>"})
+TAG_PATTERN = (
+    r"<(?:tool_call|tool_calls|function_call|tools|tool|response|json|JSON|xml)>"
+    r"|<\|(?:python_tag|python_start|tool_call_start)\|>|\[TOOL_CALLS\]"
+)
+_TAG_AT = re.compile(TAG_PATTERN)
+_IDENT = re.compile(r"[A-Za-z_][\w.\-]*")
+HSPACE = re.compile(r"[ \t]*")
+_PYLIST_AT = re.compile(r"\[[ \t]*[A-Za-z_][\w.\-]*[ \t]*\(")
+_FIRST_KEY = re.compile(r'\{\s*"([^"\\\n]{0,64})"')
+_CALL_KEYS = frozenset({"name", "function", "tool_name", "tool", "arguments", "parameters"})
+_NAME_KEYS = ("name", "tool_name", "tool", "function")
+_ARGS_KEYS = ("arguments", "parameters", "args", "input", "tool_input", "params")
+_CALL_SHAPED = re.compile(r'"(?:arguments|parameters)"\s*:')
+_FUNC_ATTR = re.compile(r"""<function\s+name\s*=\s*["']([^"'\n<>]{1,128})["']\s*>""")
+_PARAM_NAME = re.compile(r"<parameter=([^>=<\n]{0,128})")
+_BAD_NAME = re.compile(r"[\n\r\t<>{}()\[\]]")
+_MAX_TAG_DEPTH = 3
+
+
+@dataclass
+class Problem:
+    """A call the model meant but that could not be read (or names a tool not offered)."""
+
+    pos: int
+    message: str
+    unknown: str | None = None
+
+
+@dataclass
+class Read:
+    """What a reader found at one position, and where it stopped."""
+
+    end: int
+    calls: list[ToolCall] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+class DialectReader:
+    """The readers for every dialect, over one text and one set of offered tools."""
+
+    def __init__(self, text: str, specs: dict[str, ToolSpec]) -> None:
+        self.text = text
+        self.n = len(text)
+        self.specs = specs
+        self.scan = TextScan(text)
+
+    def _sequence(self, pos: int, *, depth: int, strong: bool, mistral: bool = False) -> Read | None:
+        """One or more calls one after another (separated by whitespace, ',' or ';')."""
+        text = self.text
+        found: Read | None = None
+        p = skip_ws(text, pos)
+        while p < self.n:
+            read = self._one(p, depth=depth, strong=strong, mistral=mistral)
+            if read is None or read.end <= p:
+                break
+            if found is None:
+                found = Read(read.end)
+            found.calls.extend(read.calls)
+            found.problems.extend(read.problems)
+            found.end = read.end
+            p = skip_ws(text, read.end)
+            if p < self.n and text[p] in ",;":
+                p = skip_ws(text, p + 1)
+        return found
+
+    def _one(self, p: int, *, depth: int, strong: bool, mistral: bool) -> Read | None:
+        text = self.text
+        char = text[p]
+        if char == "{":
+            return self._json_value(p, strong=strong)
+        if char == "[":
+            if _PYLIST_AT.match(text, p):
+                read = self._pylist(p)
+                if read is not None:
+                    return read
+            return self._json_value(p, strong=strong)
+        if char == "<":
+            if text.startswith(("<function=", "<function "), p):
+                return self._function(p, absorb_closer=False)
+            tag = _TAG_AT.match(text, p)
+            if tag and depth < _MAX_TAG_DEPTH:
+                return self._tag(p, tag.group(), depth=depth)
+            return None
+        if _IDENT.match(text, p):
+            return self._named(p, strong=strong, mistral=mistral)
+        return None
+
+    def _tag(self, start: int, opener: str, *, depth: int) -> Read | None:
+        text, closer = self.text, _CLOSERS[opener]
+        strong = opener not in _WEAK_TAGS
+        body = start + len(opener)
+        read = self._sequence(body, depth=depth + 1, strong=strong, mistral=opener == "[TOOL_CALLS]")
+        if read is None or not (read.calls or read.problems):
+            if not strong:
+                return None
+            close = self.scan.find(closer, body) if closer else -1
+            end = close + len(closer) if closer and close != -1 else body
+            what = "a JSON list of calls" if opener == "[TOOL_CALLS]" else "a call"
+            return Read(end, problems=[self._format(start, f"after {opener} I expected {what}")])
+        after = skip_ws(text, read.end)
+        # One closing brace too many after the JSON is a slip seen in the wild; let it go.
+        stray = after
+        while stray < self.n and text[stray] in "}]":
+            stray = skip_ws(text, stray + 1)
+        if stray != after and (stray >= self.n or (closer and text.startswith(closer, stray))):
+            after = read.end = stray
+        if closer and text.startswith(closer, after):
+            read.end = after + len(closer)
+        return read
+
+    def _json_value(self, p: int, *, strong: bool) -> Read | None:
+        text = self.text
+        if text[p] == "[":
+            return self._json_list(p, strong=strong)
+        close = self.scan.close_of(p)
+        if close < 0:
+            if strong or self._call_shaped(p, self.n):
+                why = "the JSON object never closes (a } is missing, or the reply was cut off)"
+                return Read(p + 1, problems=[self._format(p, why)])
+            return None
+        span = text[p : close + 1]
+        if not self.scan.spend(len(span)):
+            return Read(close + 1, problems=[self._format(p, "the call is too long to read")])
+        value, error = decode_lenient(span)
+        if error is not None:
+            if strong or self._call_shaped(p, close):
+                return Read(close + 1, problems=[self._format(p, f"its JSON is not valid: {error}")])
+            return None
+        outcome = self._from_object(value, p, strong=strong)
+        if outcome is None:
+            return Read(close + 1)  # well-formed data that is not a call
+        if isinstance(outcome, Problem):
+            return Read(close + 1, problems=[outcome])
+        return Read(close + 1, calls=[outcome])
+
+    def _json_list(self, p: int, *, strong: bool) -> Read | None:
+        text = self.text
+        found = Read(p + 1)
+        q = skip_ws(text, p + 1)
+        while q < self.n and text[q] == "{":
+            read = self._json_value(q, strong=strong)
+            if read is None:
+                break
+            found.calls.extend(read.calls)
+            found.problems.extend(read.problems)
+            found.end = read.end
+            q = skip_ws(text, read.end)
+            if q < self.n and text[q] == ",":
+                q = skip_ws(text, q + 1)
+                continue
+            break
+        if not (found.calls or found.problems):
+            return None
+        if q < self.n and text[q] == "]":
+            found.end = q + 1
+        elif q >= self.n:
+            found.end = self.n  # a list the reply ended inside: its complete calls still count
+        return found
+
+    def _call_shaped(self, start: int, end: int) -> bool:
+        key = _FIRST_KEY.match(self.text, start)
+        if key is None or key.group(1) not in _CALL_KEYS:
+            return False
+        # A call names its arguments near its start; looking further would make garbage text costly.
+        return _CALL_SHAPED.search(self.text, start, min(end + 1, start + 256)) is not None
+
+    def _from_object(self, obj: Any, pos: int, *, strong: bool) -> ToolCall | Problem | None:
+        if not isinstance(obj, dict):
+            return self._format(pos, "each call must be a JSON object") if strong else None
+        call_id = obj.get("id") if isinstance(obj.get("id"), str) else None
+        inner = obj.get("function")
+        if isinstance(inner, dict) and "name" in inner:
+            obj = inner  # the OpenAI shape: {"type": "function", "function": {"name", "arguments"}}
+        name = next((obj[k] for k in _NAME_KEYS if isinstance(obj.get(k), str)), None)
+        args_key = next((k for k in _ARGS_KEYS if k in obj), None)
+        if name is None:
+            if self.specs and len(obj) == 1:
+                # {"grep": {"pattern": "x"}}: the tool's name as the only key.
+                ((key, value),) = obj.items()
+                resolved = resolve_name(key, self.specs)
+                if resolved is not None and isinstance(value, dict):
+                    return self._make_call(pos, resolved, value)
+            return self._format(pos, 'the JSON object has no "name" of a tool') if strong else None
+        if args_key is None:
+            if not (strong or (self.specs and resolve_name(name, self.specs))):
+                return None
+            arguments: Any = {}
+        else:
+            arguments = obj[args_key]
+        if arguments is None:
+            arguments = {}
+        if isinstance(arguments, str):
+            decoded, error = decode_lenient(arguments) if arguments.strip() else ({}, None)
+            if error is not None or not isinstance(decoded, dict):
+                return self._format(
+                    pos, f'the "arguments" of {name} must be a JSON object, not a string', name
+                )
+            arguments = decoded
+        if not isinstance(arguments, dict):
+            return self._format(pos, f'the "arguments" of {name} must be a JSON object', name)
+        return self._make_call(pos, name, arguments, call_id=call_id)
+
+    def _pylist(self, p: int) -> Read | None:
+        """``[grep(pattern="x"), read_file(path="a.py")]``; every element is meant as a call."""
+        text = self.text
+        found = Read(p + 1)
+        q = skip_ws(text, p + 1)
+        while q < self.n:
+            name = _IDENT.match(text, q)
+            if name is None:
+                break
+            paren = HSPACE.match(text, name.end())
+            paren_at = paren.end() if paren else name.end()
+            if paren_at >= self.n or text[paren_at] != "(":
+                break
+            read = self._python_call(q, name.group(), paren_at, strong=True)
+            if read is None:
+                break
+            found.calls.extend(read.calls)
+            found.problems.extend(read.problems)
+            found.end = read.end
+            q = skip_ws(text, read.end)
+            if q < self.n and text[q] == ",":
+                q = skip_ws(text, q + 1)
+                continue
+            break
+        if found.end == p + 1:
+            return None
+        if q < self.n and text[q] == "]":
+            found.end = q + 1
+        return found
+
+    def _named(self, p: int, *, strong: bool, mistral: bool) -> Read | None:
+        """A call that starts with the tool's name: ``grep("x")``, ``grep {"pattern": "x"}``, GLM's form."""
+        text = self.text
+        ident = _IDENT.match(text, p)
+        if ident is None:
+            return None
+        name = ident.group()
+        offered = bool(self.specs) and resolve_name(name, self.specs) is not None
+        if not strong and not offered:
+            return None
+        q = ident.end()
+        if mistral and text.startswith("[ARGS]", q):
+            q += 6
+        space = HSPACE.match(text, q)
+        k = space.end() if space else q
+        if k < self.n and text[k] == "(":
+            return self._python_call(p, name, k, strong=strong)
+        j = skip_ws(text, q) if strong else k
+        if j < self.n and text[j] == "{":
+            close = self.scan.close_of(j)
+            if close < 0:
+                if not strong:
+                    return None
+                return Read(j + 1, problems=[self._format(p, f"the arguments of {name} never close", name)])
+            value, error = decode_lenient(text[j : close + 1])
+            if error is not None or not isinstance(value, dict):
+                if not strong:
+                    return None
+                why = f"the arguments of {name} are not a JSON object" + (f": {error}" if error else "")
+                return Read(close + 1, problems=[self._format(p, why, name)])
+            return self._one_call(close + 1, self._make_call(p, name, value))
+        if strong and text.startswith("<arg_key>", j):
+            return self._glm(p, name, j)
+        if strong and offered:
+            e = skip_ws(text, q)
+            if e >= self.n or text.startswith(("</tool_call>", "<|tool_call_end|>", "</function_call>"), e):
+                return self._one_call(q, self._make_call(p, name, {}))
+        return None
+
+    def _python_call(self, p: int, name: str, paren: int, *, strong: bool) -> Read | None:
+        close = self.scan.close_of(paren, python=True)
+        if close < 0:
+            if not strong:
+                return None
+            return Read(paren + 1, problems=[self._format(p, f"the call {name}( never closes", name)])
+        if not self.scan.spend(close - paren):
+            return Read(close + 1, problems=[self._format(p, "the call is too long to read", name)])
+        parsed = call_arguments(self.text[paren : close + 1])
+        if isinstance(parsed, str):
+            return Read(close + 1, problems=[self._format(p, parsed, name)]) if strong else None
+        positional, keywords = parsed
+        return self._one_call(close + 1, self._make_call(p, name, keywords, positional=positional))
+
+    def _glm(self, p: int, name: str, pos: int) -> Read:
+        """GLM-4.5's body: ``name`` then ``<arg_key>k</arg_key><arg_value>v</arg_value>`` pairs."""
+        text, args = self.text, dict[str, Any]()
+        k = pos
+        while text.startswith("<arg_key>", k):
+            key_end = self.scan.find("</arg_key>", k + 9)
+            value_at = skip_ws(text, key_end + 10) if key_end != -1 else -1
+            value_end = self.scan.find("</arg_value>", value_at + 11) if value_at != -1 else -1
+            if key_end == -1 or not text.startswith("<arg_value>", value_at) or value_end == -1:
+                return Read(
+                    k + 1, problems=[self._format(p, "an <arg_key>/<arg_value> pair is not closed", name)]
+                )
+            args[text[k + 9 : key_end].strip()] = text[value_at + 11 : value_end]
+            k = skip_ws(text, value_end + 12)
+        return self._one_call(k, self._make_call(p, name, args, text_values=True))
+
+    def _function(self, p: int, *, absorb_closer: bool) -> Read | None:
+        """Qwen3-coder's ``<function=NAME><parameter=K>v</parameter></function>``, closers optional."""
+        text = self.text
+        if text.startswith("<function=", p):
+            name_at = p + 10
+            gt = self.scan.find(">", name_at)
+            newline = self.scan.find("\n", name_at)
+            if gt == -1 or (newline != -1 and newline < gt):
+                end = self.n if newline == -1 else newline
+                why = "the <function=NAME> tag must end with > on the same line"
+                return Read(end, problems=[self._format(p, why)])
+            name, body = text[name_at:gt].strip(), gt + 1
+        else:
+            attr = _FUNC_ATTR.match(text, p)
+            if attr is None:
+                return None
+            name, body = attr.group(1), attr.end()
+        resolved = resolve_name(name, self.specs) if self.specs else None
+        spec = self.specs.get(resolved) if resolved is not None else None
+        q = skip_ws(text, body)
+        if q < self.n and text[q] == "{":
+            # Functionary / Llama 3.1 put JSON arguments inside the tag.
+            close = self.scan.close_of(q)
+            if close < 0:
+                return Read(q + 1, problems=[self._format(p, f"the arguments of {name} never close", name)])
+            value, error = decode_lenient(text[q : close + 1])
+            end = close + 1
+            after = skip_ws(text, end)
+            if text.startswith("</function>", after):
+                end = after + 11
+            if error is not None or not isinstance(value, dict):
+                return Read(
+                    end, problems=[self._format(p, f"the arguments of {name} are not a JSON object", name)]
+                )
+            return self._one_call(end, self._make_call(p, name, value))
+        args, end = self._parameters(body, frozenset(spec.params) if spec else None)
+        if absorb_closer:
+            after = skip_ws(text, end)
+            if text.startswith("</tool_call>", after):
+                end = after + 12  # the wrapper's closer without its opener
+        return self._one_call(end, self._make_call(p, name, args, text_values=True))
+
+    def _parameters(self, pos: int, known: frozenset[str] | None) -> tuple[dict[str, Any], int]:
+        text, args = self.text, dict[str, Any]()
+        q = pos
+        while True:
+            at = skip_ws(text, q)
+            if text.startswith("</function>", at):
+                return args, at + 11
+            if not text.startswith("<parameter=", at):
+                return args, q
+            header = at + 11
+            gt = self.scan.find(">", header)
+            newline = self.scan.find("\n", header)
+            if gt != -1 and (newline == -1 or gt < newline):
+                raw, value_at = text[header:gt], gt + 1
+            else:
+                raw_end = self.n if newline == -1 else newline
+                raw, value_at = text[header:raw_end], min(raw_end + 1, self.n)
+            cut = min((i for i in (raw.find("="), raw.find("<")) if i != -1), default=-1)
+            if cut != -1:
+                # OpenHands' repair: "<parameter=command=str_replace</parameter>" holds its value.
+                value_at = header + cut + (1 if raw[cut] == "=" else 0)
+                raw = raw[:cut]
+            value_end, q = self._value_end(value_at, known)
+            args[raw.strip()] = _trim_one_newline(text[value_at:value_end])
+
+    def _value_end(self, start: int, known: frozenset[str] | None) -> tuple[int, int]:
+        """Where a parameter's value ends, and where reading goes on.
+
+        A ``</parameter>`` ends the value when what follows it could follow a parameter (another known
+        parameter, ``</function>``, the end); one followed by anything else is part of the value (code
+        that writes the protocol itself). Tags opened inside the value nest, so a whole example call
+        inside a value stays inside it.
+        """
+        text, level = self.text, 0
+        first_weak = first_nested = -1
+        i = start
+        while True:
+            j = text.find("<", i)
+            if j == -1 or not self.scan.spend(j - i + 1):
+                break
+            if text.startswith("</parameter>", j):
+                after = skip_ws(text, j + 12)
+                follows = (
+                    after >= self.n
+                    or text.startswith(("</function>", "</tool_call>"), after)
+                    or (text.startswith("<parameter=", after) and self._known_param(after, known))
+                )
+                if follows and level == 0:
+                    return j, j + 12
+                if follows and first_nested == -1:
+                    first_nested = j
+                if not follows and level == 0 and first_weak == -1:
+                    first_weak = j
+                i = j + 12
+                continue
+            if level == 0 and text.startswith("<parameter=", j) and self._known_param(j, known):
+                return j, j
+            if text.startswith(("</function>", "</tool_call>"), j):
+                if level == 0:
+                    return j, j
+                level -= 1
+            elif text.startswith(("<function=", "<tool_call>"), j):
+                level += 1
+            i = j + 1
+        for fallback in (first_nested, first_weak):
+            if fallback != -1:
+                return fallback, fallback + 12
+        return self.n, self.n
+
+    def _known_param(self, pos: int, known: frozenset[str] | None) -> bool:
+        if known is None:
+            return True
+        name = _PARAM_NAME.match(self.text, pos)
+        return name is not None and name.group(1).strip() in known
+
+    # --- calls and problems -----------------------------------------------------------------------------
+
+    def _one_call(self, end: int, outcome: ToolCall | Problem) -> Read:
+        if isinstance(outcome, Problem):
+            return Read(end, problems=[outcome])
+        return Read(end, calls=[outcome])
+
+    def _make_call(
+        self,
+        pos: int,
+        raw_name: str,
+        keywords: dict[str, Any],
+        *,
+        positional: list[Any] | None = None,
+        call_id: str | None = None,
+        text_values: bool = False,
+    ) -> ToolCall | Problem:
+        name = raw_name.strip()
+        if not name or len(name) > 128 or _BAD_NAME.search(name):
+            return self._format(pos, f"{name[:60]!r} is not a tool name")
+        spec: ToolSpec | None = None
+        if self.specs:
+            resolved = resolve_name(name, self.specs)
+            if resolved is None:
+                return self._unknown(pos, name)
+            name, spec = resolved, self.specs[resolved]
+        arguments = dict(keywords)
+        if positional:
+            if spec is None:
+                return self._format(pos, f"name the arguments of {name}, like {name}(path=...)")
+            if len(positional) > len(spec.params):
+                listed = ", ".join(spec.params) or "no arguments"
+                return self._format(
+                    pos, f"{name} takes at most {len(spec.params)} arguments ({listed})", name
+                )
+            named = dict(zip(spec.params, positional, strict=False))
+            twice = sorted(set(named) & set(arguments))
+            if twice:
+                return self._format(pos, f"{name} was given {twice[0]} twice", name)
+            arguments = {**named, **arguments}
+        if spec is not None:
+            for key, value in arguments.items():
+                schema = spec.schemas.get(key)
+                if schema is not None:
+                    arguments[key] = (
+                        coerce_text(value, schema)
+                        if text_values and isinstance(value, str)
+                        else coerce_value(value, schema)
+                    )
+        return ToolCall(name, arguments, call_id)
+
+    def _example(self, tool: str | None) -> str:
+        spec = self.specs.get(resolve_name(tool, self.specs) or "") if tool and self.specs else None
+        return format_call(example_call(spec or preferred_example(self.specs)))
+
+    def _format(self, pos: int, why: str, tool: str | None = None) -> Problem:
+        message = (
+            f"I could not read your tool call: {why}. "
+            f"Write one call as one fenced block, exactly like this:\n{self._example(tool)}"
+        )
+        return Problem(pos, message)
+
+    def _unknown(self, pos: int, name: str) -> Problem:
+        offered = ", ".join(self.specs)
+        message = (
+            f'There is no tool called "{name[:60]}". The tools you can call are: {offered}. '
+            f"Call one of them as one fenced block, like this:\n{self._example(None)}"
+        )
+        return Problem(pos, message, unknown=name)
+
+
+def _trim_one_newline(value: str) -> str:
+    """A parameter value without the one line break the template puts on each side of it."""
+    if value.startswith("\r\n"):
+        value = value[2:]
+    elif value.startswith("\n"):
+        value = value[1:]
+    if value.endswith("\r\n"):
+        value = value[:-2]
+    elif value.endswith("\n"):
+        value = value[:-1]
+    return value
