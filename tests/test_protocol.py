@@ -20,7 +20,7 @@ from twinny_magics.protocol import (
     text_mode_system_prompt,
     tool_list_prompt,
 )
-from twinny_magics.protocol_parse import _Reader
+from twinny_magics.protocol_parse import MAX_PROBLEMS, _Reader
 from twinny_magics.protocol_schema import tool_specs
 
 
@@ -268,6 +268,20 @@ def test_calls_inside_a_think_block_are_not_read_and_the_block_is_thinking() -> 
     assert reply.content == "Reading now."
 
 
+def test_a_think_closer_inside_a_calls_arguments_is_part_of_the_call() -> None:
+    call = ToolCall("create_file", {"path": "t.html", "content": "<think>a</think> </think>"})
+    reply = parse_reply("Writing it.\n" + format_call(call), TOOLS)
+    assert reply.calls == [call]
+    assert reply.thinking == ""
+
+
+def test_a_reply_that_starts_inside_a_think_block_has_its_calls_there_ignored() -> None:
+    text = 'maybe grep("a")\n</think>\nread_file(path="b.py")'
+    reply = parse_reply(text, TOOLS)
+    assert reply.calls == [ToolCall("read_file", {"path": "b.py"})]
+    assert reply.thinking == 'maybe grep("a")'
+
+
 def test_an_id_written_with_a_call_is_kept() -> None:
     calls = parse_tool_calls(
         '[TOOL_CALLS][{"name": "grep", "arguments": {"pattern": "x"}, "id": "abc123"}]', TOOLS
@@ -345,6 +359,12 @@ def test_a_tool_fence_in_another_protocol_gets_a_message() -> None:
     reply = parse_reply("```tool\nTOOL_NAME: grep\nBEGIN_ARG: pattern\nx\nEND_ARG\n```", TOOLS)
     assert reply.calls == []
     assert 'must hold one JSON object with "name" and "arguments"' in reply.problems[0]
+
+
+def test_a_reply_full_of_broken_calls_sends_back_a_few_messages_and_a_count() -> None:
+    reply = parse_reply("<tool_call>oops</tool_call>\n" * 40, TOOLS)
+    assert len(reply.problems) == MAX_PROBLEMS
+    assert reply.problems[-1].startswith("36 more tool calls could not be read")
 
 
 def test_a_reply_without_problems_has_no_feedback_error() -> None:
