@@ -326,6 +326,11 @@ def test_the_example_in_a_message_is_the_tool_the_model_tried_to_call() -> None:
     assert '```tool\n{"name": "read_file", "arguments": {"path": "..."}}\n```' in reply.problems[0]
 
 
+def test_a_broken_json_call_gets_an_example_of_the_tool_it_named() -> None:
+    reply = parse_reply('```tool\n{"name": "read_file", "arguments": {"path": "a.py"\n```', TOOLS)
+    assert '```tool\n{"name": "read_file", "arguments": {"path": "..."}}\n```' in reply.problems[0]
+
+
 def test_too_many_positional_arguments_name_the_parameters() -> None:
     reply = parse_reply('grep("a", "b", "c")', TOOLS)
     assert reply.calls == []

@@ -56,6 +56,7 @@ _CALL_KEYS = frozenset({"name", "function", "tool_name", "tool", "arguments", "p
 _NAME_KEYS = ("name", "tool_name", "tool", "function")
 _ARGS_KEYS = ("arguments", "parameters", "args", "input", "tool_input", "params")
 _CALL_SHAPED = re.compile(r'"(?:arguments|parameters)"\s*:')
+_NAME_HINT = re.compile(r'"(?:name|tool_name)"\s*:\s*"([^"\\\n]{1,64})"')
 _FUNC_ATTR = re.compile(r"""<function\s+name\s*=\s*["']([^"'\n<>]{1,128})["']\s*>""")
 _PARAM_NAME = re.compile(r"<parameter=([^>=<\n]{0,128})")
 _BAD_NAME = re.compile(r"[\n\r\t<>{}()\[\]]")
@@ -161,7 +162,7 @@ class DialectReader:
         if close < 0:
             if strong or self._call_shaped(p, self.n):
                 why = "the JSON object never closes (a } is missing, or the reply was cut off)"
-                return Read(p + 1, problems=[self._format(p, why)])
+                return Read(p + 1, problems=[self._format(p, why, self._name_hint(p))])
             return None
         span = text[p : close + 1]
         if not self.scan.spend(len(span)):
@@ -169,7 +170,8 @@ class DialectReader:
         value, error = decode_lenient(span)
         if error is not None:
             if strong or self._call_shaped(p, close):
-                return Read(close + 1, problems=[self._format(p, f"its JSON is not valid: {error}")])
+                why = f"its JSON is not valid: {error}"
+                return Read(close + 1, problems=[self._format(p, why, self._name_hint(p))])
             return None
         outcome = self._from_object(value, p, strong=strong)
         if outcome is None:
@@ -208,6 +210,11 @@ class DialectReader:
             return False
         # A call names its arguments near its start; looking further would make garbage text costly.
         return _CALL_SHAPED.search(self.text, start, min(end + 1, start + 256)) is not None
+
+    def _name_hint(self, start: int) -> str | None:
+        """The tool a broken JSON call names, read from its first characters, for a fitting example."""
+        found = _NAME_HINT.search(self.text, start, start + 256)
+        return found.group(1) if found else None
 
     def _from_object(self, obj: Any, pos: int, *, strong: bool) -> ToolCall | Problem | None:
         if not isinstance(obj, dict):
