@@ -12,6 +12,7 @@ request, a server is asked at most every 30 s, and one that is still loading is 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import threading
@@ -34,6 +35,7 @@ from twinny_magics.servers.kinds import (
     normalize_url,
     parse_kind,
 )
+from twinny_magics.servers.wire import make_sync_client, shared_ssl_context
 
 T = TypeVar("T")
 
@@ -121,37 +123,43 @@ async def _send_async(client: httpx.AsyncClient, one: Ask) -> httpx.Response | N
 
 
 def run_sync(steps: Steps[T], client: httpx.Client | None = None) -> T:
-    """Run ``steps`` on a sync client (a fresh one, closed after, when none is given)."""
-    if client is None:
-        with httpx.Client(trust_env=False) as own:
-            return run_sync(steps, own)
+    """Run ``steps`` on a sync client (a fresh one, closed after, when none is given and one is needed)."""
+    own: httpx.Client | None = None
     try:
         asks = next(steps)
         while True:
+            if client is None:
+                client = own = make_sync_client()
             if len(asks) == 1:
                 answers: Answers = [_send_sync(client, asks[0])]
             else:
                 with ThreadPoolExecutor(max_workers=min(len(asks), 8)) as pool:
-                    answers = list(pool.map(lambda one: _send_sync(client, one), asks))
+                    answers = list(pool.map(functools.partial(_send_sync, client), asks))
             asks = steps.send(answers)
     except StopIteration as stop:
         result: T = stop.value
         return result
+    finally:
+        if own is not None:
+            own.close()
 
 
 async def run_async(steps: Steps[T], client: httpx.AsyncClient | None = None) -> T:
-    """Run ``steps`` on an async client (a fresh one, closed after, when none is given)."""
-    if client is None:
-        async with httpx.AsyncClient(trust_env=False) as own:
-            return await run_async(steps, own)
+    """Run ``steps`` on an async client (a fresh one, closed after, when none is given and one is needed)."""
+    own: httpx.AsyncClient | None = None
     try:
         asks = next(steps)
         while True:
+            if client is None:
+                client = own = httpx.AsyncClient(trust_env=False, verify=shared_ssl_context())
             answers: Answers = list(await asyncio.gather(*(_send_async(client, one) for one in asks)))
             asks = steps.send(answers)
     except StopIteration as stop:
         result: T = stop.value
         return result
+    finally:
+        if own is not None:
+            await own.aclose()
 
 
 # --- the cache ---------------------------------------------------------------------------------------
