@@ -97,6 +97,7 @@ class TwinnyMagics(Magics):
         # For a session adopted with `%agent use`: its own turn settings, which cells fall back to.
         self._baseline: dict[str, Any] | None = None
         self._view: ReplyView | None = None
+        self._manage_approvals = True
         self._panels: list[EditPanel] = []
 
     # -- the magic -------------------------------------------------------------------------------------
@@ -148,7 +149,15 @@ class TwinnyMagics(Magics):
         options = {**self._defaults(), **given}
         session = self._session_for(options, new=args.new)
         self._tune(session, {**(self._baseline or options), **given})
-        view = self._new_view(question, session, quiet=self.quiet if args.quiet is None else args.quiet)
+        approve = self._approver() if self._manage_approvals else session.approve
+        if self._manage_approvals:
+            self._set_approve(session, approve)
+        view = self._new_view(
+            question,
+            session,
+            quiet=self.quiet if args.quiet is None else args.quiet,
+            approvals=approve is not None and approve == self._approve,
+        )
         self._view = view
         view.start()
         from twinny_magics.errors import TwinnyError  # noqa: PLC0415 - the first cell pays for imports
@@ -214,6 +223,7 @@ class TwinnyMagics(Magics):
                     self._session = self._make(options, key)
             return self._session
         self._baseline = None
+        self._manage_approvals = True
         self._session = self._make(options, key)
         return self._session
 
@@ -235,21 +245,30 @@ class TwinnyMagics(Magics):
             steps=options["steps"],
             edits=options["edits"],
             commands=options["commands"],
-            approve=self._approver(),
+            approve=self._approver() if self._manage_approvals else None,
             namespace=self.shell.user_ns if self.shell is not None else None,
         )
         return session
 
     def _approver(self) -> Callable[[str], Any] | None:
-        """The approval callback when someone can answer (see display.buttons), else None: not run."""
-        if self._style() != "rich":
+        """The approval callback when someone can answer in this cell, else None: commands are not run.
+
+        Someone can answer when the cell came from a frontend that takes input while a cell runs
+        (``allow_stdin``: JupyterLab, Notebook, VS Code; nbclient and other headless runs send False) and
+        the kernel has subshells for the buttons' clicks to arrive on (see ``display.buttons``).
+        """
+        if not self._someone_watches():
             return None
         from twinny_magics.display import buttons  # noqa: PLC0415
 
-        kernel = getattr(self.shell, "kernel", None)
-        if not buttons.widgets_live() or buttons.kernel_subshell(kernel) is None:
+        if buttons.kernel_subshell(getattr(self.shell, "kernel", None)) is None:
             return None
         return self._approve
+
+    def _someone_watches(self) -> bool:
+        """Whether this cell runs in a live frontend (one that takes input), not headless or in a terminal."""
+        kernel = getattr(self.shell, "kernel", None)
+        return self._style() == "rich" and kernel is not None and bool(getattr(kernel, "_allow_stdin", False))
 
     async def _approve(self, command: str) -> bool:
         view = self._view
@@ -278,6 +297,14 @@ class TwinnyMagics(Magics):
                 if tools is not None and hasattr(tools, name):
                     setattr(tools, name, value)
 
+    @staticmethod
+    def _set_approve(session: Agent, approve: Callable[[str], Any] | None) -> None:
+        """Whether this cell can ask for approval is known only when it runs (see _approver)."""
+        session.approve = approve
+        tools = getattr(session, "_tools", None)
+        if tools is not None and hasattr(tools, "approve"):
+            tools.approve = approve
+
     # -- showing a reply -------------------------------------------------------------------------------
 
     def _style(self) -> str:
@@ -286,20 +313,19 @@ class TwinnyMagics(Magics):
         # A kernel (JupyterLab, Notebook, VS Code, nbclient) shows rich outputs; a terminal prints.
         return "rich" if getattr(self.shell, "kernel", None) is not None else "text"
 
-    def _new_view(self, question: str, session: Agent, *, quiet: bool) -> ReplyView:
+    def _new_view(self, question: str, session: Agent, *, quiet: bool, approvals: bool) -> ReplyView:
         from twinny_magics.display import ReplyView, buttons  # noqa: PLC0415
 
         style: Literal["rich", "text"] = "rich" if self._style() == "rich" else "text"
+        kernel = getattr(self.shell, "kernel", None)
         return ReplyView(
             question,
             steps=session.settings.steps,
             style=style,
             quiet=quiet,
-            with_buttons=style == "rich",
-            # Only a live widget frontend can answer (headless runs never open the control comm).
-            approval_subshell=buttons.kernel_subshell(getattr(self.shell, "kernel", None))
-            if style == "rich" and buttons.widgets_live()
-            else None,
+            # Buttons only where someone can press them; a saved notebook keeps no widget anyway.
+            with_buttons=self._someone_watches(),
+            approval_subshell=buttons.kernel_subshell(kernel) if approvals else None,
         )
 
     def _show(self, html: str, text: str) -> None:
@@ -372,8 +398,8 @@ class TwinnyMagics(Magics):
         session = self.shell.user_ns.get(rest[0])
         if session is None or not all(hasattr(session, name) for name in ("run", "replies", "settings")):
             raise UsageError(f"{rest[0]} is not an Agent (from twinny_magics import Agent).")
-        if getattr(session, "approve", None) is None:
-            session.approve = self._approver()
+        # A session made with its own approve callback keeps it; otherwise each cell decides (see _approver).
+        self._manage_approvals = getattr(session, "approve", None) is None
         self._session = session
         self._session_key = self._key(self._defaults())
         self._baseline = {

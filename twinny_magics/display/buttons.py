@@ -7,9 +7,10 @@ on ipykernel 7.4: it does). ipykernel 7 has *subshells*: a subshell is a thread 
 handles shell messages, and a comm may name the subshell its messages go to (``_reply_subshell_for``,
 which ipykernel uses to route a widget's replies to the subshell that sent it). So the approval buttons'
 comms are routed to a subshell of our own, where the click is handled at once while the cell still
-runs. Where that is not possible (an older ipykernel, no widget frontend such as a headless run, a
-terminal), nobody can answer and the command is not run. Apply/Discard need none of this: they are
-used after the cell has finished.
+runs. Where that is not possible — an older ipykernel, a terminal, or a cell run by a frontend that
+takes no input while it runs (``allow_stdin`` False: nbclient and other headless runs) — nobody can
+answer and the command is not run. Apply/Discard need none of this: they are used after the cell has
+finished.
 """
 
 from __future__ import annotations
@@ -25,19 +26,6 @@ log = logging.getLogger(__name__)
 _subshells: dict[int, str | None] = {}
 _subshell_lock = threading.Lock()
 SUBSHELL_REPLY_MS = 2000
-
-
-def widgets_live() -> bool:
-    """Whether a widget frontend (JupyterLab, Notebook 7) is connected to this kernel.
-
-    ipywidgets' frontend opens the ``jupyter.widget.control`` comm when it connects to a kernel (to
-    restore widgets); a headless run (nbclient) or a terminal never does.
-    """
-    try:
-        from ipywidgets import Widget  # noqa: PLC0415 - widgets load on first use only
-    except ImportError:
-        return False
-    return getattr(Widget, "_control_comm", None) is not None
 
 
 def kernel_subshell(kernel: Any) -> str | None:
@@ -77,8 +65,10 @@ def approval_buttons(on_answer: Callable[[bool], None], subshell: str | None) ->
     """Run / Don't run buttons; ``on_answer`` gets the choice once (on the subshell's thread)."""
     import ipywidgets as widgets  # noqa: PLC0415
 
-    run = widgets.Button(description="Run", button_style="warning", icon="play")
-    skip = widgets.Button(description="Don't run", icon="ban")
+    # Made disabled, and enabled once routed: a click sent before the route is set would go to the main
+    # shell, which is busy with this very cell.
+    run = widgets.Button(description="Run", button_style="warning", icon="play", disabled=True)
+    skip = widgets.Button(description="Don't run", icon="ban", disabled=True)
     box = _Buttons(
         [run, skip], fallback="Run / Don't run buttons (only live while the cell runs in a live notebook)"
     )
@@ -92,6 +82,7 @@ def approval_buttons(on_answer: Callable[[bool], None], subshell: str | None) ->
     if subshell is not None:
         for button in (run, skip):
             route_to_subshell(button, subshell)
+    run.disabled = skip.disabled = False
     return box
 
 

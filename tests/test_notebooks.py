@@ -1,0 +1,273 @@
+"""Real kernels: every notebook in notebooks/ executed headless, and what only a kernel can show.
+
+The kernel is this virtualenv's Python, named ``python3`` by a kernelspec written into a temporary
+``JUPYTER_PATH`` (the machine may have another ``python3`` kernel that cannot import the package).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from jupyter_client.manager import KernelManager, start_new_kernel
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+AGENT_CELL = "%%agent"
+
+#: What each notebook's %%agent cells must show (the embedded SmolLM2 answers but calls no tools).
+EXPECTED: dict[str, dict[str, list[str]]] = {
+    "quickstart.ipynb": {"agent": ["Answered", "Request 1"], "after": ["Context plan", "Agent session"]},
+    "context_budget.ipynb": {
+        "agent": [
+            "read_file path='server.log'",
+            "cut: ",
+            "trimmed at request",
+            "grep pattern='PORT'",
+            "Proposed edit to app.py",
+            "PORT` in `app.py` from 8000 to **8080**",
+            "An edit waits for review",
+        ],
+        "after": ["Applied the edit to app.py.", "PORT = 8080"],
+    },
+}
+#: Notebooks that start the embedded llama.cpp server (a real model).
+USES_A_SERVER = {"quickstart.ipynb"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernelspec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A ``python3`` kernelspec for this virtualenv's Python, first on ``JUPYTER_PATH``."""
+    root = tmp_path_factory.mktemp("jupyter")
+    spec = root / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec.joinpath("kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "Python 3 (twinny_magics)", "language": "python"})
+    )
+    before = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(root), before]))
+    yield root
+    if before is None:
+        del os.environ["JUPYTER_PATH"]
+    else:
+        os.environ["JUPYTER_PATH"] = before
+
+
+def outputs_text(cell: Any) -> str:
+    """Everything a saved cell shows, as text/plain, text/markdown, text/html and streams."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            parts.append(output["text"])
+        for mime in ("text/plain", "text/markdown", "text/html"):
+            parts.append(str(output.get("data", {}).get(mime, "")))
+    return "\n".join(parts)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(p.name, marks=[pytest.mark.server] if p.name in USES_A_SERVER else [])
+        for p in sorted(NOTEBOOKS.glob("*.ipynb"))
+    ],
+)
+def test_the_notebook_runs_headless_and_keeps_its_calls_and_answer(name: str, tmp_path: Path) -> None:
+    shutil.copy(NOTEBOOKS / name, tmp_path / name)
+    nb = nbformat.read(tmp_path / name, as_version=4)
+    NotebookClient(
+        nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors == []
+    agent_cells = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(AGENT_CELL)]
+    assert agent_cells
+    shown = "\n".join(outputs_text(c) for c in agent_cells)
+    later = "\n".join(outputs_text(c) for c in nb.cells if c.cell_type == "code" and c not in agent_cells)
+    expected = EXPECTED.get(name, {"agent": ["Request 1"], "after": []})
+    for text in expected["agent"]:
+        assert text in shown
+    for text in expected["after"]:
+        assert text in later
+    for cell in agent_cells:
+        for output in cell.outputs:
+            if output.get("output_type") == "display_data":
+                assert "text/plain" in output["data"]
+                assert {"text/html", "text/markdown"} & set(output["data"])
+
+
+# -- a live kernel, driven the way a frontend drives it ---------------------------------------------------
+
+
+class Kernel:
+    """A kernel and a client; ``run`` executes code and gathers that cell's messages."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.manager: KernelManager
+        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(cwd))
+
+    def run(
+        self,
+        code: str,
+        *,
+        allow_stdin: bool = False,
+        on_message: Callable[[dict[str, Any]], None] | None = None,
+        timeout: float = 60,
+    ) -> list[dict[str, Any]]:
+        msg_id = self.client.execute(code, allow_stdin=allow_stdin)
+        messages = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = self.client.get_iopub_msg(timeout=timeout)
+            if on_message is not None:
+                on_message(message)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append(message)
+            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                return messages
+        raise TimeoutError(code)
+
+    def send_comm(
+        self, msg_type: str, content: dict[str, Any], metadata: dict[str, Any] | None = None
+    ) -> None:
+        message = self.client.session.msg(msg_type, content, metadata=metadata or {})
+        self.client.shell_channel.send(message)
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+def shown(messages: list[dict[str, Any]]) -> str:
+    """The text a frontend would show for these messages, updates included."""
+    parts = []
+    for message in messages:
+        content = message["content"]
+        if message["msg_type"] == "stream":
+            parts.append(content["text"])
+        elif message["msg_type"] in ("display_data", "update_display_data", "execute_result"):
+            parts.append(content["data"].get("text/plain", ""))
+        elif message["msg_type"] == "error":
+            parts.append("\n".join(content["traceback"]))
+    return "\n".join(parts)
+
+
+SESSION = """
+from pathlib import Path
+from twinny_magics import Agent, ToolCall
+from twinny_magics.scripted import Scripted, ScriptedServer
+server = ScriptedServer([{replies}])
+s = Agent(server=server, workspace=Path.cwd())
+%load_ext twinny_magics
+%agent use s
+"""
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[Kernel]:
+    running = Kernel(tmp_path)
+    yield running
+    running.stop()
+
+
+@pytest.mark.notebook
+def test_the_stop_button_stops_a_reply_and_the_next_cell_works(kernel: Kernel) -> None:
+    kernel.run(SESSION.format(replies='Scripted("word " * 400, delay=0.02), "Short answer."'))
+    msg_id = kernel.client.execute("%%agent\nWrite a lot.")
+    time.sleep(1.0)
+    started = time.monotonic()
+    kernel.manager.interrupt_kernel()
+    messages = []
+    while True:
+        message = kernel.client.get_iopub_msg(timeout=30)
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append(message)
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            break
+    assert time.monotonic() - started < 3
+    text = shown(messages)
+    assert "Stopped" in text
+    assert "Traceback" not in text
+    assert not any(m["msg_type"] == "error" for m in messages)
+    assert "Short answer." in shown(kernel.run("%%agent\nAgain, briefly."))
+    assert "stopped" in shown(kernel.run("print(s.replies[0].stopped)"))
+
+
+@pytest.mark.notebook
+def test_a_command_is_approved_by_a_click_while_the_cell_runs(kernel: Kernel, tmp_path: Path) -> None:
+    call = 'Scripted("", calls=(ToolCall("run_command", {"command": "touch approved.txt"}),))'
+    kernel.run(SESSION.format(replies=f'{call}, "It ran."'))
+    run_button: list[str] = []
+    everything: list[dict[str, Any]] = []
+
+    def click_run(message: dict[str, Any]) -> None:
+        # A frontend renders the Run button from its comm_open and lets it be clicked once the kernel
+        # enables it; a click is a custom comm message.
+        everything.append(message)
+        content = message["content"]
+        if message["msg_type"] == "comm_open" and content["data"]["state"].get("description") == "Run":
+            run_button.append(content["comm_id"])
+        elif (
+            message["msg_type"] == "comm_msg"
+            and run_button
+            and content["comm_id"] == run_button[0]
+            and content["data"].get("state", {}).get("disabled") is False
+        ):
+            data = {"method": "custom", "content": {"event": "click"}}
+            kernel.send_comm("comm_msg", {"comm_id": run_button[0], "data": data})
+
+    kernel.run("%%agent\nTouch the file.", allow_stdin=True, on_message=click_run, timeout=30)
+    # The click was handled while the cell ran (on a subshell), so its update is the click's child, and
+    # a frontend applies it by display id wherever it is.
+    text = shown(everything)
+    assert run_button
+    assert "— approved" in text
+    assert (tmp_path / "approved.txt").exists()
+    assert "It ran." in text
+
+
+@pytest.mark.notebook
+def test_a_headless_run_does_not_ask_and_does_not_run_the_command(kernel: Kernel, tmp_path: Path) -> None:
+    call = 'Scripted("", calls=(ToolCall("run_command", {"command": "touch ran.txt"}),))'
+    kernel.run(SESSION.format(replies=f'{call}, "Not run."'))
+    text = shown(kernel.run("%%agent\nTouch the file.", allow_stdin=False))
+    assert "nobody can approve" in text
+    assert "Run / Don't run" not in text
+    assert not (tmp_path / "ran.txt").exists()
+
+
+@pytest.mark.notebook
+def test_the_apply_button_works_after_the_cell_has_finished(kernel: Kernel, tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    edit = (
+        'Scripted("", calls=(ToolCall("edit_file", {"path": "a.py", "find": "x = 1", "replace": "x = 2"}),))'
+    )
+    kernel.run(SESSION.format(replies=f'{edit}, "Proposed."'))
+    apply_button: list[str] = []
+
+    def find_apply(message: dict[str, Any]) -> None:
+        content = message["content"]
+        if message["msg_type"] == "comm_open" and content["data"]["state"].get("description") == "Apply":
+            apply_button.append(content["comm_id"])
+
+    kernel.run("%%agent\nSet x to 2.", allow_stdin=True, on_message=find_apply)
+    assert (tmp_path / "a.py").read_text() == "x = 1\n"
+    everything: list[dict[str, Any]] = []
+    kernel.send_comm(
+        "comm_msg", {"comm_id": apply_button[0], "data": {"method": "custom", "content": {"event": "click"}}}
+    )
+    # The click runs on the idle kernel; wait for the view's update, then for the kernel to be idle again.
+    kernel.run("pass", on_message=everything.append)
+    assert (tmp_path / "a.py").read_text() == "x = 2\n"
+    assert "Proposed edit to a.py — applied" in shown(everything)
