@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ def replay(events: list[Event], **options: Any) -> tuple[ReplyView, Any]:
         view.start()
         for event in events:
             view.handle(event)
+        view.close()
     assert view.failures == []
     return view, captured
 
@@ -263,6 +265,18 @@ def test_an_interrupted_view_says_stopped(shell: InteractiveShell) -> None:
     outputs = final_outputs(captured)
     assert outputs[0]["text/plain"].startswith("Stopped")
     assert outputs[1]["text/plain"] == "Partial"
+
+
+def test_the_status_line_ticks_while_the_model_is_silent(shell: InteractiveShell) -> None:
+    with capture_output() as captured:
+        view = ReplyView("q")
+        view.start()
+        time.sleep(1.2)
+        view.handle(ReplyFinished(_reply("ok")))
+        time.sleep(0.6)
+    statuses = [o for o in captured.outputs if o.data["text/plain"].startswith("step 0/12")]
+    assert len(statuses) >= 2  # shown, then ticked at least once
+    assert captured.outputs[-1].data["text/plain"].startswith("Answered")
 
 
 def test_a_display_failure_is_kept_and_the_reply_goes_on(shell: InteractiveShell) -> None:

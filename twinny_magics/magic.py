@@ -49,7 +49,7 @@ class _Decorator(Protocol):
 # IPython's magic_arguments is untyped, and line_cell_magic is typed for both of its uses at once:
 # these are typed views of them.
 line_cell_magic = cast("_Decorator", _magic.line_cell_magic)
-magic_arguments: Callable[[], _Decorator] = _arguments.magic_arguments
+magic_arguments: Callable[..., _Decorator] = _arguments.magic_arguments
 argument: Callable[..., _Decorator] = _arguments.argument
 parse_argstring: Callable[[Any, str], Any] = _arguments.parse_argstring
 
@@ -102,7 +102,7 @@ class TwinnyMagics(Magics):
 
     # -- the magic -------------------------------------------------------------------------------------
 
-    @magic_arguments()
+    @magic_arguments("%agent")  # the usage line then reads %%agent
     @argument("--server", metavar="URL", help="the model server (Ollama, llama.cpp, LM Studio, a gateway…)")
     @argument("--model", help="the model to ask for")
     @argument("--kind", help="the server's kind: ollama, llamacpp, lmstudio, litellm, vllm, openai, …")
@@ -170,6 +170,7 @@ class TwinnyMagics(Magics):
         except TwinnyError as error:
             view.failed(str(error))
         finally:
+            view.close()
             self._view = None
             self._panels = [p for p in self._panels if p.item.status == "pending"] + view.edit_panels
 

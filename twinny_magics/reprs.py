@@ -294,11 +294,10 @@ def _status(edit: object) -> str:
 def session_rows(agent: Agent) -> list[tuple[str, str]]:
     """What ``%agent status`` shows, as (label, value) pairs."""
     server = agent.server
-    where = agent.base_url or ("(the usual places, then the embedded server)" if server is None else "")
     plan = agent.plan
     edits = pending_edits(agent)
     return [
-        ("server", f"{server.kind} {where}".strip() if server is not None else f"not connected yet {where}"),
+        ("server", _server_line(agent)),
         ("model", str((server.model if server is not None else None) or agent.model or "(the server's)")),
         ("workspace", str(agent.workspace)),
         ("mode", str(agent.mode)),
@@ -317,6 +316,17 @@ def session_rows(agent: Agent) -> list[tuple[str, str]]:
             "; ".join(f"{i}. {getattr(e, 'path', e)}" for i, e in enumerate(edits, 1)) or "none",
         ),
     ]
+
+
+def _server_line(agent: Agent) -> str:
+    server = agent.server
+    if server is None:
+        where = agent.base_url or "the usual places, then the embedded server"
+        return f"not connected yet ({where})"
+    info = getattr(server, "info", None)
+    url = agent.base_url or getattr(info, "base_url", None)
+    embedded = " (embedded)" if getattr(server, "embedded", None) is not None else ""
+    return f"{server.kind}{embedded}" + (f" at {url}" if url else "")
 
 
 def agent_html(agent: Agent) -> str:

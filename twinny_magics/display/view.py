@@ -53,6 +53,9 @@ Style = Literal["rich", "text"]
 TEXT_REFRESH_SECONDS = 0.15
 #: The status line's clock is refreshed at most this often.
 STATUS_REFRESH_SECONDS = 0.25
+#: While a reply runs, the status line's clock ticks (and held-back text is shown) this often, so a cell
+#: waiting on a slow prompt still shows that it is alive.
+TICK_SECONDS = 0.5
 #: How long a command waits for someone to press Run or Don't run.
 APPROVAL_TIMEOUT_SECONDS = 300.0
 #: Lines of a tool's output printed in a terminal (the whole output is on the reply).
@@ -168,6 +171,7 @@ class ReplyView:
         self._trims: list[tuple[int, str]] = []
         self._lock = threading.RLock()
         self._status_shown_at = 0.0
+        self._closed = threading.Event()
         self._answer: TextItem | None = None
         self._printed_text = False
 
@@ -215,6 +219,20 @@ class ReplyView:
         """Show the status line (before the first event, so it sits at the top of the cell)."""
         with self._lock:
             self._show(self.status, visible=not self.quiet)
+        if self.rich:
+            threading.Thread(target=self._tick, name="twinny-status", daemon=True).start()
+
+    def close(self) -> None:
+        """Stop the clock (the reply is over, however it ended)."""
+        self._closed.set()
+
+    def _tick(self) -> None:
+        while not self._closed.wait(TICK_SECONDS):
+            with self._lock:
+                if self.status.outcome is not None:
+                    return
+                self._flush_text()
+                self._status(force=True)
 
     def handle(self, event: Event) -> None:
         """Show one event; a display bug is noted, never raised into the reply."""
@@ -404,6 +422,7 @@ class ReplyView:
         self._end(outcome)
 
     def _end(self, outcome: str) -> None:
+        self._closed.set()
         self.status.outcome = outcome
         self.status.ended = time.monotonic()
         self._refresh(self.status)
