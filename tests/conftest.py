@@ -43,7 +43,7 @@ from fixtures_servers import (
     stop_group,
 )
 
-from twinny_magics.servers.probe import DEFAULT_CACHE
+from twinny_magics.servers.asking import DEFAULT_CACHE
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """The I/O layer between the agent loop and model servers.
 
 - ``kinds``: server kinds, ports, default windows, ``ServerInfo``, ``small_window_warning``.
-- ``probe``: the window (``probe_context_window``/``context_window``), the kind, the model, discovery.
+- ``probe``: the window (``probe_context_window``/``context_window``), cached (``asking.ProbeCache``).
+- ``recognise``: the kind, the model, discovery (``discover``); ``asking``: the sans-IO ask drivers.
 - ``base``: ``ChatRequest``, the events a reply streams as, the ``ChatServer`` protocol.
 - ``openai`` / ``ollama``: the streaming adapters on an injected ``httpx.AsyncClient``.
 - ``sse``: the incremental SSE decoder; ``refusals``: server refusals as our error types.
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+from twinny_magics.servers.asking import ProbeCache
 from twinny_magics.servers.base import (
     ChatEvent,
     ChatRequest,
@@ -37,15 +39,16 @@ from twinny_magics.servers.kinds import (
 from twinny_magics.servers.ollama import OllamaChatServer, OllamaStreamParser
 from twinny_magics.servers.openai import OpenAIChatServer, OpenAIStreamParser
 from twinny_magics.servers.probe import (
-    ProbeCache,
     acontext_window,
-    adiscover,
     aprobe_context_window,
+    context_window,
+    probe_context_window,
+)
+from twinny_magics.servers.recognise import (
+    adiscover,
     arecognise_kind,
     aresolve_server,
-    context_window,
     discover,
-    probe_context_window,
     recognise_kind,
     resolve_server,
 )

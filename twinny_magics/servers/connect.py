@@ -14,12 +14,14 @@ from dataclasses import replace
 import httpx
 
 from twinny_magics.errors import ModelNotFound
+from twinny_magics.servers.asking import DEFAULT_CACHE, ProbeCache
 from twinny_magics.servers.base import ChatEvent, ChatRequest
 from twinny_magics.servers.embedded import DEFAULT_N_CTX, EmbeddedServer, start_embedded
 from twinny_magics.servers.kinds import NEVER_ASKED, Kind, ServerInfo, small_window_warning
 from twinny_magics.servers.ollama import OllamaChatServer
 from twinny_magics.servers.openai import OpenAIChatServer
-from twinny_magics.servers.probe import DEFAULT_CACHE, ProbeCache, acontext_window, discover, resolve_server
+from twinny_magics.servers.probe import acontext_window
+from twinny_magics.servers.recognise import discover, resolve_server
 from twinny_magics.servers.wire import make_client
 
 ClientFactory = Callable[[ServerInfo], httpx.AsyncClient]
