@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import functools
-import os
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import certifi
 import httpx
 
 from twinny_magics.servers.kinds import ServerInfo, is_local_host
@@ -28,9 +26,7 @@ def bearer(api_key: str | None) -> dict[str, str]:
 @functools.cache
 def shared_ssl_context() -> ssl.SSLContext:
     """One TLS context for every client: building one (loading the CA bundle) costs ~15 ms a client."""
-    return ssl.create_default_context(
-        cafile=os.environ.get("SSL_CERT_FILE") or certifi.where(), capath=os.environ.get("SSL_CERT_DIR")
-    )
+    return httpx.create_ssl_context()  # honours SSL_CERT_FILE / SSL_CERT_DIR, as httpx's clients do
 
 
 def _trust_env(base: str) -> bool:
