@@ -118,13 +118,18 @@ def _clamp_ratio(ratio: float) -> float:
 MESSAGE_OVERHEAD_CHARS = 16
 
 
-def message_chars(message: dict[str, Any]) -> int:
-    """Characters one rendered message weighs: its text, its calls' JSON and the template's markers."""
-    chars = MESSAGE_OVERHEAD_CHARS + len(message.get("content") or "")
+def message_text(message: dict[str, Any]) -> str:
+    """The text of one rendered message that the model reads: its content and its calls."""
+    text = str(message.get("content") or "")
     for call in message.get("tool_calls") or ():
         function = call.get("function", {})
-        chars += len(function.get("name", "")) + len(function.get("arguments", "")) + 12
-    return chars
+        text += f"{function.get('name', '')} {function.get('arguments', '')}"
+    return text
+
+
+def message_chars(message: dict[str, Any]) -> int:
+    """Characters one rendered message weighs: its text, its calls' JSON and the template's markers."""
+    return MESSAGE_OVERHEAD_CHARS + len(message_text(message)) + 11 * len(message.get("tool_calls") or ())
 
 
 def tools_chars(tools: Sequence[dict[str, Any]] | None) -> int:
@@ -143,6 +148,158 @@ def request_chars(
     """Characters of a whole request: the rendered messages, the tool definitions, any added text."""
     rendered = render(list(messages), mode)
     return sum(message_chars(m) for m in rendered) + tools_chars(tools) + len(extra)
+
+
+# -- the estimate the loop trusts: the last count plus what changed ----------------------------------
+
+#: Tokens a chat template adds around one message (ChatML: ``<|im_start|>role\n`` and ``<|im_end|>\n``)
+#: and around each native call; a little high for most templates, which is the safe side.
+MESSAGE_OVERHEAD_TOKENS = 6
+CALL_OVERHEAD_TOKENS = 4
+
+
+def tools_text(tools: Sequence[dict[str, Any]] | None) -> str:
+    """The tool definitions as the text a template renders (their JSON)."""
+    return json.dumps(list(tools), ensure_ascii=False, separators=(", ", ": ")) if tools else ""
+
+
+@dataclass(frozen=True)
+class _Anchor:
+    """The last request the server counted: its messages, its tools' share and the server's count."""
+
+    keys: tuple[str, ...]
+    rendered: tuple[dict[str, Any], ...]
+    tools_tokens: int
+    prompt_tokens: int
+
+
+def _key(message: dict[str, Any]) -> str:
+    return json.dumps(message, sort_keys=True, ensure_ascii=False)
+
+
+class PromptCounter:
+    """The estimate of a whole request: the server's last count, less what changed, plus the new parts.
+
+    A ratio over the whole prompt errs 20-30% on agent conversations: one tool result of a dense kind
+    (listings, logs, CSS) moves the true count far from any average, and a template that ignores the
+    tool definitions makes the first ratio meaningless. But the server reports the exact size of every
+    prompt it read, and the next request is that prompt plus a few messages (less what trimming cut). So
+    the estimate stands on that count and estimates only the difference, each message on its own: exactly
+    where the server can tokenize (llama.cpp's ``/tokenize``; the loop asks for each new message before a
+    request, into ``exact``), else at the estimator's ratio. The ratio is taught by the new text alone
+    (its characters against the tokens the count grew by), which is the text the next estimate is about.
+    ``benchmarks/bench_estimator.py`` measures this against the alternatives.
+    """
+
+    def __init__(self, estimator: TokenEstimator) -> None:
+        self.estimator = estimator
+        self.exact: dict[str, int] = {}
+        self._anchor: _Anchor | None = None
+        #: Whether the server's template renders the tool definitions (None until a count says).
+        self.tools_rendered: bool | None = None
+        #: Tokens the template adds around a message; learned from counts where it can be told apart.
+        self.message_overhead = MESSAGE_OVERHEAD_TOKENS
+        #: What a message with native calls weighs beyond its counted text: templates differ most there
+        #: (some render the calls' JSON, some nothing at all), so it is learned, and may be negative.
+        self.call_adjustment = 0
+
+    def message_tokens(self, message: dict[str, Any]) -> int:
+        """One rendered message's tokens: exact where known, else estimated."""
+        exact = self.exact.get(message_text(message))
+        if exact is None:
+            return self.estimator.tokens(message_chars(message))
+        calls = len(message.get("tool_calls") or ())
+        if not calls:
+            return exact + self.message_overhead
+        return max(
+            self.message_overhead,
+            exact + self.message_overhead + CALL_OVERHEAD_TOKENS * calls + self.call_adjustment,
+        )
+
+    def tools_tokens(self, tools: Sequence[dict[str, Any]] | None) -> int:
+        """The tool definitions' tokens: exact where known, else estimated."""
+        text = tools_text(tools)
+        if not text:
+            return 0
+        exact = self.exact.get(text)
+        return exact if exact is not None else self.estimator.tokens(len(text))
+
+    def count(self, rendered: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> int:
+        """Estimated prompt tokens of a request with these rendered messages and tools."""
+        parts = [self.message_tokens(m) for m in rendered]
+        tools_now = self.tools_tokens(tools)
+        anchor = self._anchor
+        shared = 0 if anchor is None else _shared_prefix(anchor.keys, [_key(m) for m in rendered])
+        if anchor is None or shared == 0:
+            return sum(parts) + tools_now
+        gone = sum(self.message_tokens(m) for m in anchor.rendered[shared:])
+        estimate = anchor.prompt_tokens - gone + sum(parts[shared:])
+        if tools_now > anchor.tools_tokens or self.tools_rendered:
+            # Tools added count in full; tools dropped (the last request offers none) are taken off only
+            # when the template is known to render them, since taking off what was never there
+            # underestimates.
+            estimate += tools_now - anchor.tools_tokens
+        return max(estimate, 1)
+
+    def observe(
+        self, rendered: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None, prompt_tokens: int
+    ) -> None:
+        """The server counted ``prompt_tokens`` for this request: stand the next estimates on it."""
+        if prompt_tokens <= 0:
+            return
+        keys = tuple(_key(m) for m in rendered)
+        tools_now = self.tools_tokens(tools)
+        anchor = self._anchor
+        shared = 0 if anchor is None else _shared_prefix(anchor.keys, list(keys))
+        if anchor is None or shared == 0:
+            if tools_now and all(message_text(m) in self.exact for m in rendered):
+                # Every message counted exactly: what is left of the count is the tools (or nothing).
+                rest = prompt_tokens - sum(self.message_tokens(m) for m in rendered)
+                self.tools_rendered = rest > tools_now / 2
+            new_chars = sum(message_chars(m) for m in rendered)
+            if self.tools_rendered is not False:
+                new_chars += len(tools_text(tools))
+            new_tokens = prompt_tokens
+        else:
+            base = anchor.prompt_tokens - sum(self.message_tokens(m) for m in anchor.rendered[shared:])
+            new_chars = sum(message_chars(m) for m in rendered[shared:])
+            new_tokens = prompt_tokens - base
+            self._learn_overhead(rendered[shared:], new_tokens)
+        if new_tokens > 0:
+            self.estimator.observe(new_chars, new_tokens)
+        self._anchor = _Anchor(keys, tuple(rendered), tools_now, prompt_tokens)
+
+    def _learn_overhead(self, added: Sequence[dict[str, Any]], tokens: int) -> None:
+        # Only from messages whose every part was counted exactly; what is left is the template's.
+        if not added or any(message_text(m) not in self.exact for m in added):
+            return
+        with_calls = [m for m in added if m.get("tool_calls")]
+        if not with_calls:
+            content = sum(self.exact[message_text(m)] for m in added)
+            # Rounded up: a token too many per message is the safe side.
+            self.message_overhead = max(0, min(16, math.ceil((tokens - content) / len(added))))
+            return
+        # Messages with native calls take what is left over; rounded up for the same reason.
+        left = tokens - sum(self.message_tokens(m) for m in added)
+        self.call_adjustment = max(-4096, min(64, self.call_adjustment + math.ceil(left / len(with_calls))))
+
+    def unknown_texts(
+        self, rendered: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
+    ) -> list[str]:
+        """The texts of a request whose exact count is not known yet (what the loop may tokenize)."""
+        texts = [message_text(m) for m in rendered]
+        if tools:
+            texts.append(tools_text(tools))
+        return [t for t in dict.fromkeys(texts) if t and t not in self.exact]
+
+
+def _shared_prefix(first: Sequence[str], second: Sequence[str]) -> int:
+    shared = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared
 
 
 # -- one result that is too long ---------------------------------------------------------------------

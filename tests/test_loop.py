@@ -1,0 +1,340 @@
+"""The loop, branch by branch, against the scripted model (no server, no mocks)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from twinny_magics.agent import Agent
+from twinny_magics.conversation import ToolCall
+from twinny_magics.errors import PromptTooLong, ServerUnreachable
+from twinny_magics.events import (
+    CallFinished,
+    Event,
+    Notice,
+    ReplyFinished,
+    RequestStarted,
+    ResultsTrimmed,
+    TextDelta,
+    UsageReported,
+)
+from twinny_magics.loop import Loop, LoopSettings
+from twinny_magics.notes import FINAL_ANSWER_PROMPT
+from twinny_magics.scripted import Scripted, ScriptedServer
+
+
+@dataclass(frozen=True)
+class Output:
+    text: str
+    is_error: bool = False
+    pending: object | None = None
+
+
+@dataclass
+class Tools:
+    """A small real toolset: ``grep`` answers with ``size`` characters, ``edit_file`` proposes an edit."""
+
+    size: int = 200
+    ran: list[ToolCall] = field(default_factory=list)
+    delay: float = 0.0
+
+    def definitions(self) -> list[dict[str, Any]]:
+        def tool(name: str, *params: str) -> dict[str, Any]:
+            properties = {p: {"type": "string"} for p in params}
+            return {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": f"The {name} tool.",
+                    "parameters": {"type": "object", "properties": properties, "required": list(params[:1])},
+                },
+            }
+
+        return [tool("grep", "pattern", "path"), tool("edit_file", "path", "find", "replace")]
+
+    async def run(self, call: ToolCall) -> Output:
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        self.ran.append(call)
+        if call.name == "edit_file":
+            return Output(
+                "The edit waits for the user's review.", pending={"path": call.arguments.get("path")}
+            )
+        lines = [f"src/file{n}.py:{n}: match for {call.arguments.get('pattern')}" for n in range(10_000)]
+        return Output("\n".join(lines)[: self.size])
+
+
+def grep(pattern: str, id: str | None = None) -> ToolCall:
+    return ToolCall("grep", {"pattern": pattern}, id=id)
+
+
+def fenced(name: str, **arguments: str) -> str:
+    return "Let me look.\n```tool\n" + json.dumps({"name": name, "arguments": arguments}) + "\n```"
+
+
+def run(loop: Loop, question: str = "Where is main?") -> tuple[Any, list[Event]]:
+    events: list[Event] = []
+    reply = asyncio.run(loop.reply(question, emit=events.append))
+    return reply, events
+
+
+def test_a_plain_answer_takes_one_request_with_its_estimate_and_real_count() -> None:
+    server = ScriptedServer(["It is in main.py."])
+    reply, events = run(Loop(server, Tools()))
+    assert reply.text == "It is in main.py."
+    assert reply.stopped == "answer"
+    [record] = reply.requests
+    assert record.mode == "native"
+    assert record.limit == 5734
+    assert record.prompt_tokens == server.prompt_tokens(server.requests[0])
+    assert record.estimated_tokens > 0
+    assert isinstance(events[0], RequestStarted)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "It is in main.py."
+    assert isinstance(events[-1], ReplyFinished)
+
+
+def test_a_native_call_runs_and_its_result_goes_back_as_a_tool_message() -> None:
+    server = ScriptedServer([Scripted("", (grep("main", id="c1"),)), "Found it."])
+    tools = Tools()
+    reply, events = run(Loop(server, tools))
+    assert tools.ran == [grep("main", id="c1")]
+    second = server.requests[1].messages
+    assert second[-2]["tool_calls"][0]["id"] == "c1"
+    assert second[-1]["role"] == "tool"
+    assert second[-1]["content"].startswith("src/file0.py:0: match for main")
+    assert server.requests[0].tools == tools.definitions()
+    assert reply.text == "Found it."
+    assert [e.key for e in events if isinstance(e, CallFinished)] == ["1.0"]
+
+
+def test_text_mode_lists_tools_in_the_system_prompt_and_returns_results_as_user_turns() -> None:
+    server = ScriptedServer([fenced("grep", pattern="main"), "Done."])
+    reply, _ = run(Loop(server, Tools(), mode="text"))
+    first = server.requests[0]
+    assert first.tools is None
+    assert "grep {pattern, path?}" in first.messages[0]["content"]
+    second = server.requests[1].messages
+    assert second[-2] == {"role": "assistant", "content": fenced("grep", pattern="main")}
+    assert second[-1]["role"] == "user"
+    assert second[-1]["content"].startswith('<tool_result name="grep">')
+    assert reply.text == "Done."
+
+
+def test_streamed_text_never_shows_a_call_marker() -> None:
+    server = ScriptedServer([fenced("grep", pattern="main"), "Done."])
+    _, events = run(Loop(server, Tools(), mode="text"))
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta) and e.step == 1)
+    assert "```" not in shown
+    assert shown.startswith("Let me look.")
+
+
+def test_the_held_back_tail_of_an_answer_is_shown_when_the_reply_ends() -> None:
+    server = ScriptedServer(["The answer ends with a backtick `"])
+    _, events = run(Loop(server, Tools()))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "The answer ends with a backtick `"
+
+
+def test_native_mode_reads_calls_written_as_text() -> None:
+    server = ScriptedServer([fenced("grep", pattern="x"), "ok"])
+    tools = Tools()
+    run(Loop(server, tools))
+    assert [c.name for c in tools.ran] == ["grep"]
+
+
+def test_the_last_request_offers_no_tools_and_a_call_on_it_never_runs() -> None:
+    server = ScriptedServer([Scripted("", (grep(f"p{n}"),)) for n in range(3)])
+    tools = Tools()
+    reply, _ = run(Loop(server, tools, settings=LoopSettings(steps=3)))
+    assert len(tools.ran) == 2
+    last = server.requests[-1]
+    assert last.tools is None
+    assert last.messages[-1] == {"role": "user", "content": FINAL_ANSWER_PROMPT}
+    assert reply.stopped == "steps"
+    assert reply.requests[-1].last
+
+
+def test_the_closing_prompt_is_merged_into_a_last_user_turn_in_text_mode() -> None:
+    server = ScriptedServer([fenced("grep", pattern="a"), "Summary."])
+    run(Loop(server, Tools(), mode="text", settings=LoopSettings(steps=2)))
+    last = server.requests[-1].messages[-1]
+    assert last["role"] == "user"
+    assert last["content"].startswith('<tool_result name="grep">')
+    assert last["content"].endswith(FINAL_ANSWER_PROMPT)
+
+
+def test_a_native_reply_wider_than_eight_calls_runs_eight_and_tells_the_model() -> None:
+    calls = tuple(grep(f"p{n}", id=f"c{n}") for n in range(10))
+    server = ScriptedServer([Scripted("", calls), "ok"])
+    tools = Tools()
+    reply, _ = run(Loop(server, tools))
+    assert len(tools.ran) == 8
+    results = [m for m in server.requests[1].messages if m["role"] == "tool"]
+    assert len(results) == 10
+    assert results[-1]["content"].startswith("Not run: at most 8 calls")
+    assert any("10 calls at once; 2 were not run" in n.text for n in reply.notices)
+
+
+def test_text_mode_runs_only_the_first_of_several_calls() -> None:
+    text = fenced("grep", pattern="a") + "\n" + fenced("grep", pattern="b")
+    server = ScriptedServer([text, "ok"])
+    tools = Tools()
+    run(Loop(server, tools, mode="text"))
+    assert [(c.name, c.arguments) for c in tools.ran] == [("grep", {"pattern": "a"})]
+    assert "Only the first call in your message ran" in server.requests[1].messages[-1]["content"]
+
+
+def test_a_pending_edit_settles_the_reply() -> None:
+    edit = ToolCall("edit_file", {"path": "a.py", "find": "x", "replace": "y"})
+    server = ScriptedServer([Scripted("", (edit,)), "I proposed the edit."])
+    reply, _ = run(Loop(server, Tools()))
+    assert len(server.requests) == 2
+    assert server.requests[1].tools is None
+    assert reply.stopped == "settled"
+    assert reply.pending == [{"path": "a.py"}]
+
+
+def test_a_server_that_refuses_tools_gets_text_mode_and_the_step_retried() -> None:
+    server = ScriptedServer([fenced("grep", pattern="main"), "Done."], refuse_tools=True)
+    loop = Loop(server, Tools())
+    reply, _ = run(loop)
+    assert loop.mode == "text"
+    assert reply.text == "Done."
+    assert "grep {pattern, path?}" in server.requests[1].messages[0]["content"]
+    assert any(n.kind == "fallback" for n in reply.notices)
+    assert reply.requests[0].retried == "tools refused"
+
+
+def test_tool_history_refused_on_the_last_request_is_said_once_as_plain_text() -> None:
+    server = ScriptedServer([Scripted("", (grep("a"),)), "Summary."], refuse_tool_history=True)
+    reply, _ = run(Loop(server, Tools(), settings=LoopSettings(steps=2)))
+    assert reply.text == "Summary."
+    last = server.requests[-1].messages
+    assert all(m["role"] != "tool" for m in last)
+    assert '<tool_result name="grep">' in last[-1]["content"]
+    assert reply.requests[-1].retried == "tool history"
+
+
+def test_a_too_long_refusal_teaches_the_estimator_trims_and_retries_once() -> None:
+    # The server counts 1 character a token, denser than the estimate may ever learn (it stops at 2).
+    server = ScriptedServer([Scripted("", (grep(f"p{n}"),)) for n in range(4)] + ["ok"], window=3000)
+    server.chars_per_token = 1.0
+    server.tokenizes = False  # with exact counts the estimate would never be wrong enough
+    loop = Loop(server, Tools(size=2600))
+    reply, _ = run(loop)
+    retried = [r for r in reply.requests if r.retried == "too long"]
+    assert retried
+    assert loop.estimator.ratio == 2.0
+    assert reply.text == "ok"
+    assert reply.error is None
+
+
+def test_a_second_too_long_refusal_ends_the_reply_with_a_clear_error() -> None:
+    refusal = PromptTooLong("request (9000 tokens) exceeds the available context size", prompt_tokens=9000)
+    server = ScriptedServer([refusal, refusal])
+    reply, _ = run(Loop(server, Tools()))
+    assert reply.stopped == "error"
+    assert "exceeds the available context size" in (reply.error or "")
+    assert len(server.requests) == 2
+
+
+def test_a_small_window_trims_old_results_and_keeps_every_request_under_the_limit() -> None:
+    calls = [Scripted("", (grep(f"p{n}"),)) for n in range(8)]
+    server = ScriptedServer([*calls, "All done."], window=2048, chars_per_token=3.3)
+    loop = Loop(server, Tools(size=1900))
+    reply, events = run(loop)
+    assert reply.text == "All done."
+    warnings = [e for e in events if isinstance(e, Notice) and e.kind == "warning"]
+    assert len(warnings) == 1
+    assert "2,048 tokens" in warnings[0].text
+    assert "results will be trimmed often" in warnings[0].text
+    assert all(r.estimated_tokens <= r.limit for r in reply.requests)
+    assert all((r.prompt_tokens or 0) <= r.window - 409 for r in reply.requests)
+    trims = [e for e in events if isinstance(e, ResultsTrimmed)]
+    assert trims
+    assert trims[0].keys[0] == "1.0"
+    assert sum(r.trimmed for r in reply.requests) >= 3
+
+
+def test_every_reported_usage_teaches_the_estimator() -> None:
+    server = ScriptedServer([Scripted("", (grep("x"),)), "ok"], chars_per_token=4.5)
+    loop = Loop(server, Tools(size=3000))
+    _, events = run(loop)
+    usages = [e for e in events if isinstance(e, UsageReported)]
+    assert len(usages) == 2
+    assert loop.estimator.ratio == pytest.approx(4.5, rel=0.2)
+    assert len(loop.estimator.history) == 2
+
+
+def test_an_unreadable_call_gets_a_message_with_an_example_back_to_the_model() -> None:
+    broken = 'I will search.\n```tool\n{"name": "grep", "arguments": {"pattern": "x"\n```'
+    server = ScriptedServer([broken, "fine"])
+    tools = Tools()
+    reply, _ = run(Loop(server, tools, mode="text"))
+    assert tools.ran == []
+    feedback = server.requests[1].messages[-1]
+    assert feedback["role"] == "user"
+    assert "```tool" in feedback["content"]
+    assert reply.steps[0].problems
+    assert reply.text == "fine"
+
+
+def test_a_server_error_ends_the_reply_with_a_notice_and_no_exception() -> None:
+    server = ScriptedServer([ServerUnreachable("Nothing answers at http://127.0.0.1:9.")])
+    reply, events = run(Loop(server, Tools()))
+    assert reply.stopped == "error"
+    assert reply.error == "Nothing answers at http://127.0.0.1:9."
+    assert any(isinstance(e, Notice) and e.kind == "error" for e in events)
+
+
+# -- the session ------------------------------------------------------------------------------------
+
+
+def test_the_session_carries_notes_of_what_ran_into_the_next_question() -> None:
+    server = ScriptedServer([Scripted("", (grep("createServer"),)), "In server.js.", "Yes."])
+    agent = Agent(server=server, tools=Tools())
+    first = agent.run("Where is the server made?")
+    assert first.text == "In server.js."
+    assert 'grep {"pattern": "createServer"}' in agent.notes
+    agent.run("Is it tested?")
+    question = server.requests[-1].messages[-1]["content"]
+    assert question.index('grep {"pattern": "createServer"}') < question.index("Is it tested?")
+    assert server.requests[-1].messages[1] == {"role": "user", "content": "Where is the server made?"}
+    assert [r.question for r in agent.replies] == ["Where is the server made?", "Is it tested?"]
+    agent.reset()
+    assert agent.notes == ""
+    assert agent.replies == []
+
+
+def test_the_session_exposes_its_plan_window_mode_and_estimator() -> None:
+    agent = Agent(server=ScriptedServer(["hi"], window=4096), tools=Tools())
+    assert agent.plan is None
+    agent.run("hello")
+    assert agent.window == 4096
+    assert agent.plan is not None
+    assert agent.plan.limit == 2867
+    assert agent.mode == "native"
+    assert agent.estimator.ratio != 3.3
+
+
+async def test_run_works_inside_a_running_event_loop() -> None:
+    agent = Agent(server=ScriptedServer(["from a worker thread"]), tools=Tools())
+    reply = agent.run("hi")
+    assert reply.text == "from a worker thread"
+
+
+async def test_cancelling_a_reply_stops_it_and_leaves_the_session_consistent() -> None:
+    server = ScriptedServer([Scripted("x" * 400, delay=0.05), "second answer"])
+    agent = Agent(server=server, tools=Tools())
+    task = asyncio.create_task(agent.arun("slow"))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert agent.replies[-1].stopped == "stopped"
+    assert agent.replies[-1].steps == []
+    reply = await agent.arun("again")
+    assert reply.text == "second answer"

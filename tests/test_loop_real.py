@@ -1,0 +1,102 @@
+"""The loop on the real llama.cpp server (SmolLM2, a 2,048-token window): real counts, real refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from twinny_magics.agent import Agent
+from twinny_magics.conversation import ToolCall
+from twinny_magics.scripted import ReplayServer, Scripted
+from twinny_magics.servers import ConnectedServer
+
+pytestmark = pytest.mark.server
+
+
+def workspace(root: Path) -> Path:
+    """A small project whose files are each a good part of a 2,048-token window."""
+    (root / "src").mkdir()
+    for n in range(6):
+        body = "\n".join(
+            f"def handler_{n}_{i}(request, config):\n"
+            f"    '''Answer route {i} of service {n}.'''\n"
+            f"    return {{'status': 200, 'route': {i}, 'service': {n}, 'debug': config.get('debug')}}\n"
+            for i in range(30)
+        )
+        (root / "src" / f"service{n}.py").write_text(body)
+    (root / "README.md").write_text("# demo\n\nServices live in src/. createServer is in src/service3.py.\n")
+    return root
+
+
+def trajectory(mode: str) -> list[Scripted | str]:
+    def call(name: str, **arguments: str) -> Scripted:
+        if mode == "native":
+            return Scripted("", (ToolCall(name, arguments),))
+        return Scripted("```tool\n" + json.dumps({"name": name, "arguments": arguments}) + "\n```")
+
+    steps: list[Scripted | str] = []
+    for n in range(6):
+        steps.append(call("read_file", path=f"src/service{n}.py"))
+        steps.append(call("grep", pattern=f"handler_{n}_1", path="src"))
+    steps.append("The handlers are in src/service*.py; each service answers 30 routes.")
+    return steps
+
+
+def report(agent: Agent) -> list[dict[str, Any]]:
+    return [
+        {
+            "step": r.step,
+            "estimated": r.estimated_tokens,
+            "real": r.prompt_tokens,
+            "limit": r.limit,
+            "trimmed": r.trimmed,
+            "retried": r.retried,
+        }
+        for reply in agent.replies
+        for r in reply.requests
+    ]
+
+
+@pytest.mark.parametrize("mode", ["native", "text"])
+def test_a_long_trajectory_at_2048_tokens_keeps_every_request_inside_the_window(
+    llama_server: Any, tmp_path: Path, mode: str
+) -> None:
+    server = ReplayServer(ConnectedServer(llama_server.info), trajectory(mode))
+    agent = Agent(server=server, workspace=workspace(tmp_path), steps=14, mode=mode)  # type: ignore[arg-type]
+    reply = agent.run("Where are the handlers, and how many routes does each service answer?")
+    rows = report(agent)
+    print(json.dumps(rows, indent=1))
+    assert reply.error is None, rows
+    assert reply.text.startswith("The handlers are in src/service*.py")
+    assert len(reply.requests) == 13
+    plan_reply_share = 409
+    for row in rows:
+        assert row["retried"] is None, rows
+        assert row["real"] is not None
+        assert row["real"] <= 2048 - plan_reply_share, rows
+    assert sum(row["trimmed"] for row in rows) >= 6
+    # From the second request on, the estimate stands on the server's own count and /tokenize: it is
+    # within 5% of the real prompt, and never under it by more than a few tokens.
+    errors = [(r["estimated"] - r["real"]) / r["real"] for r in rows[1:]]
+    assert max(abs(e) for e in errors) <= 0.05, rows
+    assert min(r["estimated"] - r["real"] for r in rows[1:]) >= -5, rows
+
+
+def test_smollm2_free_form_in_text_mode_runs_to_an_answer_inside_the_window(
+    llama_server: Any, tmp_path: Path
+) -> None:
+    agent = Agent(
+        server=ConnectedServer(llama_server.info),
+        workspace=workspace(tmp_path),
+        mode="text",
+        steps=3,
+        temperature=0.0,
+    )
+    reply = agent.run("List the files in src.")
+    assert reply.error is None
+    assert reply.stopped in {"answer", "steps"}
+    assert all(r.prompt_tokens is not None and r.prompt_tokens <= 2048 for r in reply.requests)
+    assert all(r.mode == "text" for r in reply.requests)

@@ -1,0 +1,233 @@
+"""The session: an :class:`Agent` keeps the server, the tools, the estimate and the notes across replies.
+
+Each ``run`` is one turn. ``run`` blocks and is safe inside a running event loop (a Jupyter cell): the
+reply then runs on a worker thread with its own loop, and an interrupt (the kernel's stop button)
+cancels it there, so the stream is closed and a running command killed before ``run`` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .budget import ContextPlan, TokenEstimator, plan_context
+from .conversation import Message, assistant, user
+from .events import Event, Notice, Reply, ReplyFinished
+from .loop import DEFAULT_SYSTEM_PROMPT, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
+from .notes import FINAL_ANSWER_PROMPT, NoteEntry, question_with_notes, turn_notes
+from .tools import Approve, CommandsMode, EditsMode, Workspace
+
+#: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
+HISTORY_TURNS = 3
+HISTORY_ANSWER_CHARS = 1500
+#: How long an interrupted reply may take to wind down before ``run`` gives up waiting for it.
+STOP_GRACE_SECONDS = 2.0
+
+EventSink = Callable[[Event], None]
+
+
+class Agent:
+    """A coding-agent session over one workspace and one model server.
+
+    ``server`` may be any :class:`~twinny_magics.loop.ModelServer` (e.g. the scripted model); otherwise
+    ``base_url``/``model``/``kind`` name one, or the usual places are looked at and the embedded llama.cpp
+    server is the fallback. ``tools`` replaces the workspace tools (any :class:`~twinny_magics.loop.Toolset`).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        kind: str | None = None,
+        workspace: str | Path = ".",
+        *,
+        mode: ModeSetting = "auto",
+        steps: int = 12,
+        edits: EditsMode = "review",
+        commands: CommandsMode = "ask",
+        api_key: str | None = None,
+        window: int | None = None,
+        server: ModelServer | None = None,
+        tools: Toolset | None = None,
+        approve: Approve | None = None,
+        namespace: Mapping[str, Any] | None = None,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        closing_prompt: str = FINAL_ANSWER_PROMPT,
+        temperature: float | None = None,
+        max_calls: int = 8,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.kind = kind
+        self.workspace = Path(workspace)
+        self.edits = edits
+        self.commands = commands
+        self.api_key = api_key
+        self.requested_window = window
+        self.approve = approve
+        self.namespace = namespace
+        self.settings = LoopSettings(
+            steps=steps,
+            max_calls=max_calls,
+            system_prompt=system_prompt,
+            closing_prompt=closing_prompt,
+            temperature=temperature,
+            extra=extra,
+        )
+        self.requested_mode: ModeSetting = mode
+        self.estimator = TokenEstimator()
+        self.replies: list[Reply] = []
+        self.note_entries: list[NoteEntry] = []
+        self._server = server
+        self._tools = tools
+        self._loop: Loop | None = None
+
+    # -- what a person inspects ------------------------------------------------------------------------
+
+    @property
+    def window(self) -> int | None:
+        """The server's window in tokens, as last asked (None before the first request)."""
+        return self._loop.window if self._loop else None
+
+    @property
+    def plan(self) -> ContextPlan | None:
+        """The plan for the current window and ratio (None before the window is known)."""
+        window = self.window
+        return plan_context(window, self.estimator.ratio) if window else None
+
+    @property
+    def mode(self) -> str:
+        """``native`` or ``text`` once a server is chosen; the requested setting before."""
+        return self._loop.mode if self._loop else self.requested_mode
+
+    @property
+    def notes(self) -> str:
+        """The notes that will go ahead of the next question."""
+        plan = self.plan or plan_context(8192, self.estimator.ratio)
+        return turn_notes(self.note_entries, plan.notes_chars)
+
+    @property
+    def server(self) -> ModelServer | None:
+        """The model server, once chosen."""
+        return self._server
+
+    def reset(self) -> None:
+        """Start over: forget the replies and notes (the server, tools and estimate stay)."""
+        self.replies.clear()
+        self.note_entries.clear()
+
+    def __repr__(self) -> str:
+        server = f"{self._server.kind} {self._server.model}" if self._server else "not connected yet"
+        return (
+            f"<Agent {server}; mode {self.mode}; window {self.window}; ratio {self.estimator.ratio:.2f}; "
+            f"{len(self.replies)} replies>"
+        )
+
+    # -- running a reply --------------------------------------------------------------------------------
+
+    def _build_loop(self) -> Loop:
+        if self._loop is not None:
+            return self._loop
+        if self._server is None:
+            # Imported on first use: httpx and the adapters are not needed to load the extension.
+            from .servers import connect  # noqa: PLC0415
+
+            self._server = connect(
+                self.base_url,
+                model=self.model,
+                kind=self.kind,
+                api_key=self.api_key,
+                window=self.requested_window,
+            )
+        if self._tools is None:
+            self._tools = Workspace(
+                self.workspace,
+                edits=self.edits,
+                commands=self.commands,
+                approve=self.approve,
+                namespace=self.namespace,
+            )
+        self._loop = Loop(
+            self._server,
+            self._tools,
+            estimator=self.estimator,
+            mode=self.requested_mode,
+            settings=self.settings,
+        )
+        return self._loop
+
+    def _history(self) -> list[Message]:
+        messages: list[Message] = []
+        for reply in self.replies[-HISTORY_TURNS:]:
+            if reply.stopped == "error":
+                continue
+            answer = reply.text
+            if len(answer) > HISTORY_ANSWER_CHARS:
+                answer = answer[:HISTORY_ANSWER_CHARS] + "…"
+            messages += [user(reply.question), assistant(answer or "(no answer)")]
+        return messages
+
+    async def arun(self, question: str, on_event: EventSink | None = None) -> Reply:
+        """Run one turn: answer ``question`` with the tools, keeping what ran as notes for the next."""
+        emit = on_event or (lambda event: None)
+        loop = self._build_loop()
+        notes = self.notes
+        reply = Reply(question=question)
+        try:
+            reply = await loop.reply(question_with_notes(question, notes), self._history(), emit, reply=reply)
+        except asyncio.CancelledError:
+            reply.stopped = "stopped"
+            reply.notices.append(Notice("warning", "Stopped."))
+            emit(ReplyFinished(reply))
+            raise
+        finally:
+            reply.question = question
+            self.replies.append(reply)
+            for step in reply.steps:
+                self.note_entries.extend(NoteEntry(r.call, r.full_text) for r in step.results)
+        return reply
+
+    def run(self, question: str, on_event: EventSink | None = None) -> Reply:
+        """Run one turn and return its reply; blocks, and works inside a running event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(question, on_event))
+        return self._run_on_worker(question, on_event)
+
+    def _run_on_worker(self, question: str, on_event: EventSink | None) -> Reply:
+        # A Jupyter cell already runs inside the kernel's event loop, which a magic cannot await: the reply
+        # gets a thread and a loop of its own. (nest_asyncio would re-enter the kernel's loop instead, but it
+        # is unmaintained and breaks asyncio.current_task() — and so httpx — on newer Pythons.)
+        worker_loop = asyncio.new_event_loop()
+        task = worker_loop.create_task(self.arun(question, on_event))
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            asyncio.set_event_loop(worker_loop)
+            try:
+                outcome["reply"] = worker_loop.run_until_complete(task)
+            except BaseException as error:
+                outcome["error"] = error
+            finally:
+                worker_loop.run_until_complete(worker_loop.shutdown_asyncgens())
+                worker_loop.close()
+
+        thread = threading.Thread(target=work, name="twinny-reply", daemon=True)
+        thread.start()
+        try:
+            while thread.is_alive():
+                thread.join(0.05)
+        except KeyboardInterrupt:
+            worker_loop.call_soon_threadsafe(task.cancel)
+            thread.join(STOP_GRACE_SECONDS)
+            raise
+        error = outcome.get("error")
+        if error is not None:
+            raise error
+        reply: Reply = outcome["reply"]
+        return reply
