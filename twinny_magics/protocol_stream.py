@@ -112,7 +112,13 @@ def _classify(window: str, mode: int, line_start: bool, final: bool) -> tuple[in
         return (_CODE_CLOSE, 3) if state == _MATCH else (state, 1)
     first = window[0]
     if first == "`":
-        return _fence(window, need_more) if line_start else (_NO, 1)
+        if line_start:
+            return _fence(window, need_more)
+        # Mid-line, a bare fence is inline code, but ```tool or ```json opens a call the parser will read.
+        states = [_literal(window, "```" + lang, need_more) for lang in _FENCE_CALL_LANGS]
+        if _MATCH in states:
+            return _MATCH, 0
+        return (_MAYBE, 0) if _MAYBE in states else (_NO, 1)
     states = []
     if first == "<":
         think = _literal(window, "<think>", need_more)

@@ -1,0 +1,63 @@
+"""The names outside checks import (SPEC §1) are all there, and behave as the spec says."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+import twinny_magics
+
+
+@pytest.mark.parametrize("name", twinny_magics.__all__)
+def test_every_public_name_imports(name: str) -> None:
+    assert getattr(twinny_magics, name) is not None
+
+
+def test_unknown_names_raise_attribute_error() -> None:
+    with pytest.raises(AttributeError):
+        _ = twinny_magics.no_such_name  # type: ignore[attr-defined]
+
+
+def test_context_plan_is_a_frozen_dataclass_of_ints() -> None:
+    plan = twinny_magics.plan_context(8192)
+    assert dataclasses.is_dataclass(plan)
+    fields = [f.name for f in dataclasses.fields(plan)]
+    assert fields == ["window", "reply", "limit", "target", "result_chars", "notes_chars"]
+    assert all(type(getattr(plan, f)) is int for f in fields)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.window = 1  # type: ignore[misc]
+
+
+def test_token_estimator_has_the_spec_interface() -> None:
+    estimator = twinny_magics.TokenEstimator(ratio=3.3)
+    assert isinstance(estimator.ratio, float)
+    assert estimator.tokens(330) == 100
+    estimator.observe(1000, 250)
+    assert estimator.ratio == 4.0
+
+
+def test_parse_tool_calls_returns_calls_with_name_and_arguments() -> None:
+    [call] = twinny_magics.parse_tool_calls('```tool\n{"name": "grep", "arguments": {"pattern": "x"}}\n```')
+    assert (call.name, call.arguments) == ("grep", {"pattern": "x"})
+    assert twinny_magics.displayable_length("hello ```too") == len("hello ")
+    assert twinny_magics.displayable_length("hello ```tool\n{") == len("hello ")
+
+
+def test_probe_and_agent_take_the_spec_arguments() -> None:
+    probe = inspect.signature(twinny_magics.probe_context_window)
+    assert list(probe.parameters)[:3] == ["base_url", "model", "kind"]
+    agent = inspect.signature(twinny_magics.Agent)
+    assert list(agent.parameters)[:4] == ["base_url", "model", "kind", "workspace"]
+    for option in ("mode", "steps", "edits", "commands", "api_key"):
+        assert option in agent.parameters
+    assert twinny_magics.probe_context_window("https://api.openai.com/v1", kind="openai") is None
+
+
+def test_importing_the_package_does_not_load_httpx_or_the_loop() -> None:
+    code = "import sys, twinny_magics; print('httpx' in sys.modules, 'twinny_magics.loop' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
