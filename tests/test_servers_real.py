@@ -207,6 +207,23 @@ async def test_a_server_killed_mid_reply_is_a_stream_cut(disposable_llama_server
     assert all(isinstance(e, TextDelta) for e in seen)
 
 
+async def test_requests_right_after_a_streamed_reply_on_the_same_client_are_answered(
+    llama_server: RunningServer,
+) -> None:
+    # llama.cpp closes the connection after a streamed reply while announcing keep-alive: about a third
+    # of requests reusing it failed with "Server disconnected without sending a response".
+    async with httpx.AsyncClient(trust_env=False) as client:
+        server = OpenAIChatServer(llama_server.info, client)
+        for _ in range(15):
+            events = await collect(server.stream(ChatRequest(HELLO, max_tokens=1)))
+            assert isinstance(events[-1], Finish)
+            assert await server.tokenize("def x") == 2
+            window = await aprobe_context_window(
+                llama_server.base_url, kind="llamacpp", client=client, cache=ProbeCache()
+            )
+            assert window == 2048
+
+
 async def test_a_stopped_reply_closes_its_stream_and_the_next_is_answered(
     llama_server: RunningServer,
 ) -> None:

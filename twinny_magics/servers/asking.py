@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from twinny_magics.servers.wire import make_sync_client, shared_ssl_context
+from twinny_magics.servers.wire import make_sync_client, send, send_sync, shared_ssl_context
 
 T = TypeVar("T")
 
@@ -89,7 +89,7 @@ def _send_sync(client: httpx.Client, one: Ask) -> httpx.Response | None:
         request = client.build_request(
             one.method, one.url, json=one.json, headers=dict(one.headers), timeout=one.timeout
         )
-        return client.send(request)
+        return send_sync(client, request)
     except (httpx.HTTPError, httpx.InvalidURL, OSError):
         return None
 
@@ -101,7 +101,7 @@ async def _send_async(client: httpx.AsyncClient, one: Ask) -> httpx.Response | N
         )
         # httpx bounds each read; this bounds the whole ask (a server that trickles bytes forever).
         async with asyncio.timeout(one.timeout + 0.25):
-            return await client.send(request)
+            return await send(client, request)
     except (httpx.HTTPError, httpx.InvalidURL, OSError, TimeoutError):
         return None
 

@@ -332,12 +332,14 @@ class OpenAIChatServer:
         if self._tokenize_works is False or self.info.kind not in ("llamacpp", "compatible"):
             return None
         try:
-            response = await self._client.post(
+            request = self._client.build_request(
+                "POST",
                 self.info.base_url + path,
                 json=payload,
                 headers=wire.bearer(self.info.api_key),
                 timeout=httpx.Timeout(30.0, connect=5.0),
             )
+            response = await wire.send(self._client, request)
         except httpx.HTTPError:
             return None
         if response.status_code == 404:

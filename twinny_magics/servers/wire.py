@@ -50,6 +50,28 @@ def make_sync_client(**options: Any) -> httpx.Client:
     return httpx.Client(**options)
 
 
+# A kept-alive connection the server has closed meanwhile fails before any answer: llama.cpp closes the
+# connection after a streamed reply, so about a third of requests that reuse it meet this. The server
+# never read such a request, so it is sent once more on a fresh connection.
+STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+async def send(client: httpx.AsyncClient, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+    """``client.send``, sent once more when a reused connection turns out to be closed."""
+    try:
+        return await client.send(request, stream=stream)
+    except STALE_CONNECTION:
+        return await client.send(request, stream=stream)
+
+
+def send_sync(client: httpx.Client, request: httpx.Request) -> httpx.Response:
+    """``client.send`` (sync), sent once more when a reused connection turns out to be closed."""
+    try:
+        return client.send(request)
+    except STALE_CONNECTION:
+        return client.send(request)
+
+
 @asynccontextmanager
 async def post_stream(
     client: httpx.AsyncClient,
@@ -62,7 +84,7 @@ async def post_stream(
     """POST ``body`` and hold the response open for streaming; a failure to connect is a ServerError."""
     request = client.build_request("POST", url, json=body, headers=headers, timeout=timeout)
     try:
-        response = await client.send(request, stream=True)
+        response = await send(client, request, stream=True)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise error_from_exception(exc, url=url, started=False, timeout=timeout.connect) from exc
     try:
