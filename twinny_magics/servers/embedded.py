@@ -100,7 +100,9 @@ class EmbeddedServer:
         params.n_parallel = 1  # one slot: /props then reports the whole window for it
         params.port = port
         params.hostnames = ["127.0.0.1"]
-        params.cpuparams.n_threads = threads or cpu_count()
+        # One core is left to the kernel and the loop: llama.cpp's threads spin while they wait, and with
+        # every core taken, anything else running made replies ~100x slower (seen on 2 cores).
+        params.cpuparams.n_threads = threads or max(1, cpu_count() - 1)
         params.use_jinja = True  # tools and most chat templates need the jinja engine
         # 0 keeps llama.cpp's own log (dozens of lines a request on stderr) out of the notebook.
         params.verbosity = verbosity
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     parser.add_argument("--template", help="a file with a jinja chat template to use instead of the model's")
     parser.add_argument("--alias", help="the model name the server reports")
-    parser.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    parser.add_argument("--threads", type=int, help="CPU threads (default: all cores but one)")
     parser.add_argument("--verbosity", type=int, default=0, help="llama.cpp log verbosity (0: quiet)")
     args = parser.parse_args(argv)
     template = Path(args.template).read_text(encoding="utf-8") if args.template else None
