@@ -61,3 +61,13 @@ def test_importing_the_package_does_not_load_httpx_or_the_loop() -> None:
     code = "import sys, twinny_magics; print('httpx' in sys.modules, 'twinny_magics.loop' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_the_pure_core_imports_neither_httpx_nor_ipython() -> None:
+    modules = "budget, conversation, events, notes, protocol, errors"
+    code = (
+        f"import sys; from twinny_magics import {modules}; "
+        "print(sorted(m for m in ('httpx', 'IPython', 'ipywidgets', 'asyncio') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
