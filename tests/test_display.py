@@ -160,7 +160,8 @@ def test_a_request_shows_its_window_bar_then_the_servers_count(
     assert "limit 1,820" in view.requests[0].text()
     view, _ = replay(events)
     request = view.requests[0]
-    assert "the server counted" in request.text()
+    assert "server counted 1," in request.text()
+    assert "ratio now" in request.text()
     assert "server counted <b>" in request.html()
     assert "left:" in request.html()  # target, limit and server marks
 

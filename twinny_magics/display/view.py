@@ -378,11 +378,9 @@ class ReplyView:
         request = next((r for r in reversed(self.requests) if r.step == event.step), None)
         if request is not None and event.prompt_tokens is not None:
             request.picture = replace(request.picture, server=event.prompt_tokens)
-            cached = f", {n(event.cached_tokens)} cached" if event.cached_tokens else ""
-            request.usage = (
-                f"the server counted {n(event.prompt_tokens)} prompt tokens{cached} "
-                f"(estimated {n(event.estimated)}); ratio now {event.ratio:.2f} chars/token"
-            )
+            # The count itself is on the bar; this line says what was learned from it.
+            cached = f"; {n(event.cached_tokens)} of them cached by the server" if event.cached_tokens else ""
+            request.usage = f"ratio now {event.ratio:.2f} chars/token{cached}"
             if not self.quiet:
                 self._refresh(request)
                 self._end_text_line()

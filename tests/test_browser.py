@@ -1,0 +1,241 @@
+"""The notebook face in a real JupyterLab, driven by headless Chromium (SPEC §8).
+
+Needs JupyterLab with the ipywidgets frontend in ``.venv-browser`` (``jupyterlab==4.6.6``,
+``jupyterlab_widgets==3.0.17``), ``playwright`` in ``.venv`` and Debian's ``chromium``; the tests are
+skipped, saying which is missing, without them. The kernel is ``.venv``'s Python (a kernelspec in a
+temporary ``JUPYTER_PATH``); the model is scripted, so what is checked is the display, the buttons and
+the stop button — not a model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+JUPYTER_LAB = Path(os.environ.get("TWINNY_JUPYTER_LAB", ROOT / ".venv-browser" / "bin" / "jupyter-lab"))
+CHROMIUM = os.environ.get("TWINNY_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+WAIT_MS = 60_000
+
+SETUP = """\
+from pathlib import Path
+from twinny_magics import Agent, ToolCall
+from twinny_magics.scripted import Scripted, ScriptedServer
+
+Path("a.py").write_text("x = 1\\n")
+server = ScriptedServer([
+    Scripted("Let me look.", calls=(ToolCall("read_file", {"path": "a.py"}),)),
+    Scripted("", calls=(ToolCall("edit_file", {"path": "a.py", "find": "x = 1", "replace": "x = 2"}),)),
+    "I proposed **x is two**.",
+    Scripted("", calls=(ToolCall("run_command", {"command": "touch approved.txt"}),)),
+    "It ran.",
+    Scripted("word " * 400, delay=0.05),
+    "Short answer.",
+])
+demo = Agent(server=server, workspace=Path.cwd())
+%load_ext twinny_magics
+%agent use demo"""
+CELLS = [
+    SETUP,
+    "%%agent\nSet x to 2.",
+    "%%agent\nTouch approved.txt.",
+    "%%agent\nWrite a very long story.",
+    "%%agent\nAgain, briefly.",
+]
+
+
+def _missing() -> str | None:
+    if not JUPYTER_LAB.exists():
+        return (
+            f"JupyterLab not found at {JUPYTER_LAB} (make .venv-browser with jupyterlab, jupyterlab_widgets)"
+        )
+    if not Path(CHROMIUM).exists():
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed in this environment"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Lab:
+    """A JupyterLab server with fresh config, runtime and IPython folders, serving ``root``."""
+
+    def __init__(self, base: Path) -> None:
+        self.root = base / "work"
+        self.root.mkdir()
+        kernels = base / "jupyter" / "kernels" / "python3"
+        kernels.mkdir(parents=True)
+        argv = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        kernels.joinpath("kernel.json").write_text(
+            json.dumps({"argv": argv, "display_name": "Python 3 (twinny)", "language": "python"})
+        )
+        self.port, self.token = _free_port(), secrets.token_hex(16)
+        env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(base / "config"),
+            "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+            "JUPYTER_DATA_DIR": str(base / "data"),
+            "IPYTHONDIR": str(base / "ipython"),
+            "JUPYTER_PATH": str(base / "jupyter"),
+        }
+        command = [
+            str(JUPYTER_LAB),
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.expose_app_in_browser=True",
+        ]
+        if os.geteuid() == 0:
+            command.append("--allow-root")
+        self.log = (base / "lab.log").open("w")
+        self.process = subprocess.Popen(
+            command, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self._wait_ready()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.process.returncode}; see {self.log.name}")
+            try:
+                urllib.request.urlopen(self.url("/api/status"), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise TimeoutError("JupyterLab did not start in 60 s")
+
+    def stop(self) -> None:
+        # The server's own shutdown also shuts its kernels down (they run in sessions of their own).
+        try:
+            request = urllib.request.Request(self.url("/api/shutdown"), method="POST")
+            urllib.request.urlopen(request, timeout=5).close()
+            self.process.wait(15)
+        except (OSError, subprocess.TimeoutExpired):
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(5)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    missing = _missing()
+    if missing:
+        pytest.skip(missing)
+    server = Lab(tmp_path_factory.mktemp("lab"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab) -> Iterator[Any]:
+    """The test notebook open in JupyterLab, its kernel idle, every cell started."""
+    from playwright.sync_api import sync_playwright
+
+    notebook = new_notebook(cells=[new_code_cell(source) for source in CELLS])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, lab.root / "agent.ipynb")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        opened = browser.new_page(viewport={"width": 1300, "height": 1800})
+        opened.set_default_timeout(WAIT_MS)
+        opened.goto(lab.url("/lab/tree/agent.ipynb"))
+        # The status bar's text, not the data-status attribute, which says idle too early.
+        opened.wait_for_function(
+            "document.querySelector('#jp-main-statusbar')?.innerText.includes('Idle')", timeout=WAIT_MS
+        )
+        # Not awaited: the promise settles only when every cell is done, and one waits for a click.
+        opened.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        yield opened
+        browser.close()
+
+
+def output(page: Any, cell: int) -> Any:
+    """The output area of a cell (its source holds the same words)."""
+    return page.locator(".jp-Notebook .jp-Cell").nth(cell).locator(".jp-OutputArea")
+
+
+def wait_for_text(page: Any, cell: int, text: str) -> None:
+    output(page, cell).get_by_text(text, exact=False).first.wait_for(timeout=WAIT_MS)
+
+
+def test_a_reply_shows_its_status_bars_calls_and_markdown_answer(page: Any, lab: Lab) -> None:
+    wait_for_text(page, 1, "An edit waits for review")
+    area = output(page, 1)
+    assert area.locator("details summary").filter(has_text="read_file").count() == 1
+    assert area.get_by_text("Request 2 · native").count() == 1
+    assert area.locator("div[title^='system:']").count() == 3  # one window bar per request
+    assert area.locator("strong").filter(has_text="x is two").count() == 1  # Markdown, rendered
+    area.locator("details summary").filter(has_text="read_file").click()
+    assert "1: x = 1" in area.locator("details[open] pre").first.inner_text()
+    page.screenshot(path=str(lab.root.parent / "reply.png"), full_page=True)
+
+
+def test_the_run_button_approves_a_command_while_the_cell_runs(page: Any, lab: Lab) -> None:
+    area = output(page, 2)
+    run = area.locator("button").filter(has_text="Run").first
+    run.wait_for(timeout=WAIT_MS)
+    wait_for_text(page, 2, "waiting for approval")
+    assert not (lab.root / "approved.txt").exists()
+    run.click()
+    wait_for_text(page, 2, "— approved")
+    wait_for_text(page, 2, "It ran.")
+    assert (lab.root / "approved.txt").exists()
+
+
+def test_the_stop_button_stops_a_reply_and_the_next_cell_runs(page: Any) -> None:
+    wait_for_text(page, 3, "writing (")
+    page.locator("[data-command='notebook:interrupt-kernel']").first.click()  # the toolbar's stop button
+    wait_for_text(page, 3, "Stopped")
+    assert output(page, 3).get_by_text("KeyboardInterrupt").count() == 0
+    wait_for_text(page, 4, "Short answer.")
+
+
+def test_the_apply_button_writes_the_edit_after_the_cell_has_finished(page: Any, lab: Lab) -> None:
+    wait_for_text(page, 4, "Answered")  # every cell is done: the kernel is free for the click
+    assert (lab.root / "a.py").read_text() == "x = 1\n"
+    output(page, 1).locator("button").filter(has_text="Apply").click()
+    wait_for_text(page, 1, "Proposed edit to a.py — applied")
+    assert (lab.root / "a.py").read_text() == "x = 2\n"
+    page.screenshot(path=str(lab.root.parent / "after.png"), full_page=True)
