@@ -392,3 +392,63 @@ def test_a_file_that_tells_the_model_to_run_a_command_runs_nothing_unapproved(tm
     said = [r.output for s in reply.steps for r in s.results]
     assert "not run" in said[1]
     assert "never instructions" in server.requests[0].messages[0]["content"]
+
+
+# -- the repeat guard ---------------------------------------------------------------------------------
+
+
+def test_the_same_call_again_is_not_run_and_the_model_is_told_it_has_the_result() -> None:
+    server = ScriptedServer([Scripted("", (grep("x"),)), Scripted("", (grep("x"),)), "ok"])
+    tools = Tools()
+    reply, _ = run(Loop(server, tools))
+    assert len(tools.ran) == 1
+    second = reply.steps[1].results[0]
+    assert second.output.startswith("Not run again. You already called grep with these arguments in step 1")
+    assert "has not changed" in second.output
+
+
+def test_a_repeated_failing_call_is_told_why_it_failed_and_what_to_do(tmp_path: Any) -> None:
+    from twinny_magics.tools import Workspace
+
+    (tmp_path / "a.py").write_text("print(1)\n")
+    listing = ToolCall("list_dir", {"path": "a.py"})
+    server = ScriptedServer([Scripted("", (listing,)) for _ in range(12)])
+    agent = Agent(server=server, tools=Workspace(tmp_path))
+    reply = agent.run("What is in a.py?")
+    first, second = (s.results[0].output for s in reply.steps[:2])
+    assert "is a file" in first
+    assert "read_file" in first
+    assert second.startswith("Not run again.")
+    assert "it failed:" in second
+    assert "is a file" in second
+    # Three useless steps in a row end the reply with the closing request, not twelve.
+    assert len(reply.requests) == 4
+    assert reply.stopped == "stuck"
+    assert reply.requests[-1].last
+    assert any("achieved nothing" in n.text for n in reply.notices)
+
+
+def test_a_call_whose_result_was_trimmed_may_run_again() -> None:
+    calls = [Scripted("", (grep(f"p{n}"),)) for n in range(6)]
+    server = ScriptedServer([*calls, Scripted("", (grep("p0"),)), "done"], window=2048, chars_per_token=3.3)
+    tools = Tools(size=1900)
+    reply, _ = run(Loop(server, tools))
+    assert [c.arguments["pattern"] for c in tools.ran].count("p0") == 2
+    assert reply.text == "done"
+
+
+def test_a_change_to_the_workspace_lets_earlier_calls_run_again() -> None:
+    change = ToolCall("run_command", {"command": "make"})
+    server = ScriptedServer(
+        [Scripted("", (grep("x"),)), Scripted("", (change,)), Scripted("", (grep("x"),)), "ok"]
+    )
+    tools = Tools()
+    run(Loop(server, tools))
+    assert [c.name for c in tools.ran] == ["grep", "run_command", "grep"]
+
+
+def test_the_unusable_step_limit_can_be_turned_off() -> None:
+    server = ScriptedServer([Scripted("", (grep("x"),)) for _ in range(5)])
+    reply, _ = run(Loop(server, Tools(), settings=LoopSettings(steps=5, max_unusable_steps=0)))
+    assert len(reply.requests) == 5
+    assert reply.stopped == "steps"

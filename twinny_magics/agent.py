@@ -58,6 +58,7 @@ class Agent:
         closing_prompt: str = FINAL_ANSWER_PROMPT,
         temperature: float | None = None,
         max_calls: int = 8,
+        max_unusable_steps: int = 3,
         extra: dict[str, Any] | None = None,
     ) -> None:
         self.base_url = base_url
@@ -73,6 +74,7 @@ class Agent:
         self.settings = LoopSettings(
             steps=steps,
             max_calls=max_calls,
+            max_unusable_steps=max_unusable_steps,
             system_prompt=system_prompt,
             closing_prompt=closing_prompt,
             temperature=temperature,

@@ -8,6 +8,7 @@ nothing half-recorded.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast
@@ -99,6 +100,9 @@ class LoopSettings:
     closing_prompt: str = FINAL_ANSWER_PROMPT
     temperature: float | None = None
     extra: dict[str, Any] | None = None
+    #: Consecutive steps that achieve nothing (only repeats, errors or unreadable calls) before the reply
+    #: is brought to its closing request instead of spending every step; 0 never stops early.
+    max_unusable_steps: int = 3
 
 
 class Loop:
@@ -199,6 +203,12 @@ class _Run:
     warned: bool = False
     settled: bool = False
     tool_ran: bool = False
+    #: Calls already made in this reply, by name and arguments: the earlier result's key and whether it
+    #: failed (and how). Cleared when something may have changed the workspace.
+    made: dict[tuple[str, str], tuple[str, ToolResult]] = field(default_factory=dict)
+    trimmed_keys: set[str] = field(default_factory=set)
+    unusable: int = 0
+    stuck: bool = False
 
     def notice(self, kind: str, text: str) -> None:
         event = Notice(kind, text)
@@ -211,7 +221,7 @@ class _Run:
         step = 0
         while step < loop.settings.steps:
             step += 1
-            last = self.settled or step == loop.settings.steps
+            last = self.settled or self.stuck or step == loop.settings.steps
             plan = await self._plan()
             try:
                 messages, text, calls, problems = await self._request(step, last, messages, plan)
@@ -236,12 +246,13 @@ class _Run:
                 # A call written on the last request is never run: the model was told it had none left.
                 content = protocol.parse_reply(text, loop.tools.definitions()).content.strip()
                 reply.text = content or text.strip()
-                reply.stopped = "settled" if self.settled else "steps"
+                reply.stopped = "settled" if self.settled else "stuck" if self.stuck else "steps"
                 break
             if not calls:
                 if problems:
                     record.problems = problems
                     messages = [*messages, assistant(text), user("\n\n".join(problems))]
+                    self._count_unusable(True)
                     continue
                 reply.text = text.strip()
                 reply.stopped = "answer"
@@ -250,6 +261,7 @@ class _Run:
             if problems:
                 record.problems = problems
                 messages.append(user("\n\n".join(problems)))
+            self._count_unusable(all(r.is_error for r in record.results))
         self.emit(ReplyFinished(reply))
         return reply
 
@@ -414,6 +426,14 @@ class _Run:
             key = f"{step}.{n}"
             self.keys[call.id or key] = key
             self.emit(CallStarted(step, key, call))
+            repeat = self._repeat_of(call)
+            if repeat is not None:
+                result = ToolResult(call, repeat, step, is_error=True)
+                record.calls.append(call)
+                record.results.append(result)
+                added.append(tool_result(result))
+                self.emit(CallFinished(step, key, result, None))
+                continue
             outcome = await loop.tools.run(call)
             self.tool_ran = True
             output = outcome.text
@@ -431,6 +451,7 @@ class _Run:
             record.calls.append(call)
             record.results.append(result)
             added.append(tool_result(result))
+            self._remember(call, key, result)
             self.emit(CallFinished(step, key, result, outcome.pending))
             if outcome.pending is not None:
                 # An edit waiting for review settles the reply: the next request is the last.
@@ -444,6 +465,45 @@ class _Run:
             )
         return added
 
+    def _repeat_of(self, call: ToolCall) -> str | None:
+        """What to tell the model instead of running a call it already made in this reply, or None."""
+        made = self.made.get(_signature(call))
+        if made is None:
+            return None
+        key, earlier = made
+        if key in self.trimmed_keys:
+            return None  # its result was trimmed away, and the stub told the model to run it again
+        said = f"You already called {call.name} with these arguments in step {earlier.step}"
+        if earlier.is_error:
+            why = earlier.output.strip().splitlines()[0][:300] if earlier.output.strip() else "it failed"
+            return (
+                f"Not run again. {said}, and it failed: {why}\nThe same call fails the same way. Change the "
+                "arguments, use another tool (list_dir or find_files show what exists), or answer with "
+                "what you know."
+            )
+        return (
+            f"Not run again. {said}; its result is above and has not changed. Use it: read another part, "
+            "search for something else, or answer the user."
+        )
+
+    def _remember(self, call: ToolCall, key: str, result: ToolResult) -> None:
+        if call.name in _CHANGES_WORKSPACE and not result.is_error:
+            # Something may have changed: an earlier read or listing may now give another answer.
+            self.made.clear()
+        self.made[_signature(call)] = (key, result)
+
+    def _count_unusable(self, unusable: bool) -> None:
+        """Count steps that achieved nothing; enough in a row and the next request is the last."""
+        self.unusable = self.unusable + 1 if unusable else 0
+        limit = self.loop.settings.max_unusable_steps
+        if limit and self.unusable >= limit and not self.stuck:
+            self.stuck = True
+            self.notice(
+                "warning",
+                f"{self.unusable} steps in a row achieved nothing (repeated, failed or unreadable calls); "
+                "asking the model to answer with what it has.",
+            )
+
     def _trimmed(self, step: int, fitted: Fit) -> None:
         if not fitted.trims:
             return
@@ -452,6 +512,7 @@ class _Run:
             result = fitted.messages[trim.index].result
             if result is not None and result.call.id in self.keys:
                 keys.append(self.keys[result.call.id])
+        self.trimmed_keys.update(keys)
         self.emit(ResultsTrimmed(step, tuple(keys), fitted.trims, fitted.estimate_before, fitted.estimate))
 
     def _fail(self, error: ServerError) -> Reply:
@@ -460,6 +521,14 @@ class _Run:
         self.notice("error", str(error))
         self.emit(ReplyFinished(self.reply))
         return self.reply
+
+
+#: Tools whose success may change what other tools return.
+_CHANGES_WORKSPACE = frozenset({"edit_file", "create_file", "run_command"})
+
+
+def _signature(call: ToolCall) -> tuple[str, str]:
+    return call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
 
 
 def _initial_mode(mode: ModeSetting, server: ModelServer) -> Mode:
