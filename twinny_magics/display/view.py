@@ -231,8 +231,12 @@ class ReplyView:
             with self._lock:
                 if self.status.outcome is not None:
                     return
-                self._flush_text()
-                self._status(force=True)
+                try:
+                    self._flush_text()
+                    self._status(force=True)
+                except Exception:
+                    self.failures.append(traceback.format_exc())
+                    return
 
     def handle(self, event: Event) -> None:
         """Show one event; a display bug is noted, never raised into the reply."""
