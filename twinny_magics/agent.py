@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,13 @@ HISTORY_ANSWER_CHARS = 1500
 STOP_GRACE_SECONDS = 2.0
 
 EventSink = Callable[[Event], None]
+
+
+class _Unset:
+    """The type of "not given", where None is a meaningful value (``approve=None``: nobody to ask)."""
+
+
+_UNSET = _Unset()
 
 
 class Agent:
@@ -116,6 +124,35 @@ class Agent:
     def server(self) -> ModelServer | None:
         """The model server, once chosen."""
         return self._server
+
+    def configure(
+        self,
+        *,
+        mode: ModeSetting | None = None,
+        steps: int | None = None,
+        edits: EditsMode | None = None,
+        commands: CommandsMode | None = None,
+        approve: Approve | _Unset | None = _UNSET,
+    ) -> None:
+        """Change how the next replies run; the session (server, notes, estimate) stays."""
+        if steps is not None:
+            self.settings = replace(self.settings, steps=steps)
+        if mode is not None:
+            self.requested_mode = mode
+        if edits is not None:
+            self.edits = edits
+        if commands is not None:
+            self.commands = commands
+        if not isinstance(approve, _Unset):
+            self.approve = approve
+        if self._loop is not None:
+            self._loop.settings = self.settings
+            if mode in ("native", "text"):
+                self._loop.mode = mode
+        if isinstance(self._tools, Workspace):
+            self._tools.edits = self.edits
+            self._tools.commands = self.commands
+            self._tools.approve = self.approve
 
     def reset(self) -> None:
         """Start over: forget the replies and notes (the server, tools and estimate stay)."""

@@ -235,13 +235,18 @@ class PromptCounter:
         if anchor is None or shared == 0:
             return sum(parts) + tools_now
         gone = sum(self.message_tokens(m) for m in anchor.rendered[shared:])
-        estimate = anchor.prompt_tokens - gone + sum(parts[shared:])
-        if tools_now > anchor.tools_tokens or self.tools_rendered:
-            # Tools added count in full; tools dropped (the last request offers none) are taken off only
-            # when the template is known to render them, since taking off what was never there
-            # underestimates.
-            estimate += tools_now - anchor.tools_tokens
+        estimate = anchor.prompt_tokens - gone + sum(parts[shared:]) + self._tools_change(tools_now, anchor)
         return max(estimate, 1)
+
+    def _tools_change(self, tools_now: int, anchor: _Anchor) -> int:
+        """What the tool definitions add to a request since the anchor (a new turn offers them again)."""
+        if self.tools_rendered is False:
+            return 0  # the template ignores them
+        if tools_now > anchor.tools_tokens or self.tools_rendered:
+            # Tools dropped (the last request offers none) are taken off only when the template is known
+            # to render them: taking off what was never there would underestimate.
+            return tools_now - anchor.tools_tokens
+        return 0
 
     def observe(
         self, rendered: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None, prompt_tokens: int
@@ -264,6 +269,7 @@ class PromptCounter:
             new_tokens = prompt_tokens
         else:
             base = anchor.prompt_tokens - sum(self.message_tokens(m) for m in anchor.rendered[shared:])
+            base += self._tools_change(tools_now, anchor)  # not new text: the ratio is about messages
             new_chars = sum(message_chars(m) for m in rendered[shared:])
             new_tokens = prompt_tokens - base
             self._learn_overhead(rendered[shared:], new_tokens)

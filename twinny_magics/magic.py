@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from IPython.core import magic as _magic
@@ -279,32 +278,17 @@ class TwinnyMagics(Magics):
 
     def _tune(self, session: Agent, options: dict[str, Any]) -> None:
         """Apply one cell's turn options (mode, steps, edits, commands) to the session."""
-        # TODO(agent.py): an Agent.configure(mode=, steps=, edits=, commands=) would keep this in one place.
-        loop = getattr(session, "_loop", None)
-        tools = getattr(session, "_tools", None)
-        if options.get("steps") is not None and session.settings.steps != options["steps"]:
-            session.settings = replace(session.settings, steps=options["steps"])
-            if loop is not None:
-                loop.settings = session.settings
-        mode = options.get("mode")
-        if mode is not None and mode != session.requested_mode:
-            session.requested_mode = mode
-            if loop is not None and mode in ("native", "text"):
-                loop.mode = mode
-        for name in ("edits", "commands"):
-            value = options.get(name)
-            if value is not None:
-                setattr(session, name, value)
-                if tools is not None and hasattr(tools, name):
-                    setattr(tools, name, value)
+        session.configure(
+            mode=options.get("mode"),
+            steps=options.get("steps"),
+            edits=options.get("edits"),
+            commands=options.get("commands"),
+        )
 
     @staticmethod
     def _set_approve(session: Agent, approve: Callable[[str], Any] | None) -> None:
         """Whether this cell can ask for approval is known only when it runs (see _approver)."""
-        session.approve = approve
-        tools = getattr(session, "_tools", None)
-        if tools is not None and hasattr(tools, "approve"):
-            tools.approve = approve
+        session.configure(approve=approve)
 
     # -- showing a reply -------------------------------------------------------------------------------
 
