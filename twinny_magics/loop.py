@@ -150,6 +150,27 @@ class Loop:
         """Estimated tokens of a request with these messages and tools."""
         return self.counter.count(render(list(messages), self.mode), tools)
 
+    async def count_first_request(
+        self, messages: Sequence[Message], tools: list[dict[str, Any]] | None
+    ) -> None:
+        """Where the server can count a whole prompt (llama.cpp), anchor the very first estimate on it.
+
+        Without an earlier count, a template's own markup and whether it renders the tool definitions at
+        all (SmolLM2's does not: the estimate was 9x the real count) can only be guessed.
+        """
+        count_prompt = getattr(self.server, "count_prompt_tokens", None)
+        if count_prompt is None or self.tokenize_works is False:
+            return
+        rendered = render(list(messages), self.mode)
+        try:
+            exact = await count_prompt(
+                wire.ChatRequest(messages=rendered, tools=tools, model=self.server.model)
+            )
+        except ServerError:
+            return
+        if exact:
+            self.counter.observe(rendered, tools, exact)
+
     async def learn_exact_counts(
         self, messages: Sequence[Message], tools: list[dict[str, Any]] | None
     ) -> None:
@@ -289,6 +310,8 @@ class _Run:
             return loop.count(ms, tools)
 
         await loop.learn_exact_counts(outgoing, tools)
+        if not loop.counter.anchored:
+            await loop.count_first_request(outgoing, tools)
         fitted = fit(outgoing, plan.limit, plan.target, count)
         if fitted.trims:
             # The stubs are new text: count them too, then make sure the exact total still fits.

@@ -147,6 +147,11 @@ class ReplayServer:
         count: int | None = await self.server.tokenize(text)
         return count
 
+    async def count_prompt_tokens(self, request: ChatRequest) -> int | None:
+        """The real server's count of a whole request, where it can say."""
+        count: int | None = await self.server.count_prompt_tokens(request)
+        return count
+
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
         """Send ``request`` to the real server for its count, then answer with the next scripted reply."""
         self.requests.append(request)
