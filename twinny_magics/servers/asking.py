@@ -61,7 +61,7 @@ def json_of(response: httpx.Response | None) -> Any:
         return None
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deeply to read
         return None
 
 
@@ -76,8 +76,11 @@ def positive(value: Any) -> int | None:
         return None
     if isinstance(value, int) and value > 0:
         return value
-    if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
-        return int(value)
+    if isinstance(value, str):
+        digits = value.strip()
+        # ASCII and not absurdly long: "²" passes isdigit() but not int(), and neither do 5,000 digits.
+        if digits.isascii() and digits.isdigit() and len(digits) <= 18 and int(digits) > 0:
+            return int(digits)
     return None
 
 

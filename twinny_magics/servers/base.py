@@ -112,15 +112,29 @@ class ChatServer(Protocol):
         ...
 
 
+def read_json(text: str | bytes) -> Any:
+    """``json.loads`` for what a server sends: JSON nested too deeply to read is a ``ValueError`` too.
+
+    The parser refuses deep nesting (``[[[[…``) with ``RecursionError``, which no reader of a server's
+    words expects; as a ``ValueError`` it becomes the same clear message as any other unreadable JSON.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("it is nested too deeply to read") from None
+
+
 def read_arguments(text: str) -> tuple[dict[str, Any], str | None]:
     """Native call arguments as a dict, and None — or ``{}`` and why they could not be read."""
     stripped = text.strip()
     if not stripped:
         return {}, None  # a call of a tool without parameters
     try:
-        value: Any = json.loads(stripped)
+        value: Any = read_json(stripped)
     except json.JSONDecodeError as exc:
         return {}, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}): {text[:500]}"
+    except ValueError as exc:
+        return {}, f"the arguments are not valid JSON ({exc}): {text[:500]}"
     if isinstance(value, str):
         # Some servers encode the arguments twice; the inner text is what the model wrote.
         return (

@@ -25,6 +25,7 @@ from twinny_magics.servers.base import (
     ToolCallDelta,
     Usage,
     build_tool_calls,
+    read_json,
 )
 from twinny_magics.servers.kinds import ServerInfo
 from twinny_magics.servers.openai import ErrorMapper, OpenAIChatServer
@@ -93,7 +94,7 @@ class OllamaStreamParser:
         if not line.strip() or self._finished:
             return
         try:
-            chunk: Any = json.loads(line)
+            chunk: Any = read_json(line)
         except ValueError:
             raise MalformedStream(f"A line of the stream is not JSON: {shorten(line, 200)!r}") from None
         if not isinstance(chunk, dict):

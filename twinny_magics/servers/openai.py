@@ -26,6 +26,7 @@ from twinny_magics.servers.base import (
     ToolCallDelta,
     Usage,
     build_tool_calls,
+    read_json,
 )
 from twinny_magics.servers.kinds import ServerInfo
 from twinny_magics.servers.refusals import error_from_response, shorten
@@ -107,7 +108,7 @@ class OpenAIStreamParser:
         """The events of a whole (not streamed) chat completion, for a server that ignored ``stream``."""
         out: list[ChatEvent] = []
         try:
-            body: Any = json.loads(text)
+            body: Any = read_json(text)
         except ValueError:
             raise MalformedStream(f"The server's answer was not JSON: {shorten(text, 200)!r}") from None
         if not isinstance(body, dict):
@@ -141,7 +142,7 @@ class OpenAIStreamParser:
             self._close(out)
             return
         try:
-            chunk: Any = json.loads(data)
+            chunk: Any = read_json(data)
         except ValueError:
             raise MalformedStream(f"A line of the stream is not JSON: {shorten(data, 200)!r}") from None
         if not isinstance(chunk, dict):

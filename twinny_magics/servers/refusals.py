@@ -33,6 +33,7 @@ from twinny_magics.errors import (
     ToolHistoryRefused,
     ToolsRefused,
 )
+from twinny_magics.servers.base import read_json
 
 _BODY_CHARS = 500
 
@@ -70,7 +71,7 @@ def shorten(text: str, limit: int = _BODY_CHARS) -> str:
 def error_message(text: str) -> tuple[str, dict[str, Any]]:
     """The human message in an error body, and its JSON error object (``{}`` when there is none)."""
     try:
-        body: Any = json.loads(text)
+        body: Any = read_json(text)
     except ValueError:
         return text.strip(), {}
     if isinstance(body, dict):
@@ -93,6 +94,17 @@ def error_message(text: str) -> tuple[str, dict[str, Any]]:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _status(code: Any) -> int:
+    """The HTTP status an error sent inside a begun stream names in its ``code``, else 500.
+
+    Only a real status counts: ``"²"`` passes ``str.isdigit`` and ``int()`` still refuses it, and a code
+    of thousands of digits is past what ``int()`` converts.
+    """
+    if isinstance(code, str) and code.isascii() and code.isdigit() and len(code) == 3:
+        code = int(code)
+    return code if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599 else 500
 
 
 def too_long_numbers(message: str, error: dict[str, Any]) -> tuple[int | None, int | None] | None:
@@ -129,8 +141,7 @@ def error_from_response(
     message, error = error_message(text)
     if status < 400:
         # An error sent inside a stream that had begun (HTTP 200): its own code says what it was.
-        code = error.get("code")
-        status = int(code) if isinstance(code, int | str) and str(code).isdigit() else 500
+        status = _status(error.get("code"))
     said = shorten(message or f"HTTP {status}")
     body = shorten(text)
     where = f"The server at {url}" if url else "The server"
