@@ -333,10 +333,10 @@ class OpenAIChatServer:
         if self._tokenize_works is False or self.info.kind not in ("llamacpp", "compatible"):
             return None
         try:
-            request = self._client.build_request(
-                "POST",
+            request = wire.json_request(
+                self._client,
                 self.info.base_url + path,
-                json=payload,
+                payload,
                 headers=wire.bearer(self.info.api_key),
                 timeout=httpx.Timeout(30.0, connect=5.0),
             )

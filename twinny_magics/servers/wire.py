@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,25 @@ from twinny_magics.servers.refusals import error_from_exception
 # Connecting is quick or never; a reply may take long to start (a big prompt is read first, ~500
 # tokens/s on a small CPU) and may pause between tokens, so reading gets minutes, not seconds.
 CHAT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=10.0)
+
+
+def json_content(body: Any) -> bytes:
+    """``body`` as UTF-8 JSON, with any text UTF-8 cannot carry replaced rather than refused.
+
+    A lone surrogate is such text: a server may stream ``"\\ud800"`` (valid JSON, no character), and a
+    file name that is not UTF-8 comes out of ``os.scandir`` as one. httpx's own ``json=`` refuses it with
+    a ``UnicodeEncodeError``, and since the text stays in the conversation and the notes, every later
+    request of the session would fail the same way.
+    """
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", errors="replace")
+
+
+def json_request(
+    client: httpx.AsyncClient, url: str, body: Any, *, headers: dict[str, str], timeout: httpx.Timeout
+) -> httpx.Request:
+    """A POST of ``body`` as JSON (see ``json_content``)."""
+    headers = {**headers, "Content-Type": "application/json"}
+    return client.build_request("POST", url, content=json_content(body), headers=headers, timeout=timeout)
 
 
 def bearer(api_key: str | None) -> dict[str, str]:
@@ -82,7 +102,7 @@ async def post_stream(
     timeout: httpx.Timeout,
 ) -> AsyncIterator[httpx.Response]:
     """POST ``body`` and hold the response open for streaming; a failure to connect is a ServerError."""
-    request = client.build_request("POST", url, json=body, headers=headers, timeout=timeout)
+    request = json_request(client, url, body, headers=headers, timeout=timeout)
     try:
         response = await send(client, request, stream=True)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
