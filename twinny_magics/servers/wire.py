@@ -106,7 +106,9 @@ async def post_stream(
     try:
         response = await send(client, request, stream=True)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise error_from_exception(exc, url=url, started=False, timeout=timeout.connect) from exc
+        # Connected, but no answer came: the wait that ran out was the read timeout, not the connect one.
+        waited = timeout.read if isinstance(exc, httpx.ReadTimeout) else timeout.connect
+        raise error_from_exception(exc, url=url, started=False, timeout=waited) from exc
     try:
         yield response
     finally:
