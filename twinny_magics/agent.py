@@ -8,6 +8,7 @@ cancels it there, so the stream is closed and a running command killed before ``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -245,6 +246,10 @@ class Agent:
         worker_loop = asyncio.new_event_loop()
         task = worker_loop.create_task(self.arun(question, on_event))
         outcome: dict[str, Any] = {}
+        # Waited on instead of thread.join: before Python 3.13 a join interrupted by Ctrl-C marks the thread
+        # stopped while it still runs, so the join after the cancel returned at once — before the reply was
+        # recorded and its command killed.
+        done = threading.Event()
 
         def work() -> None:
             asyncio.set_event_loop(worker_loop)
@@ -255,15 +260,18 @@ class Agent:
             finally:
                 worker_loop.run_until_complete(worker_loop.shutdown_asyncgens())
                 worker_loop.close()
+                done.set()
 
         thread = threading.Thread(target=work, name="twinny-reply", daemon=True)
         thread.start()
         try:
-            while thread.is_alive():
-                thread.join(0.05)
+            while not done.wait(0.05):
+                pass
         except KeyboardInterrupt:
-            worker_loop.call_soon_threadsafe(task.cancel)
-            thread.join(STOP_GRACE_SECONDS)
+            if not done.is_set():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the reply is over
+                    worker_loop.call_soon_threadsafe(task.cancel)
+                done.wait(STOP_GRACE_SECONDS)
             raise
         error = outcome.get("error")
         if error is not None:
