@@ -452,3 +452,60 @@ def test_the_unusable_step_limit_can_be_turned_off() -> None:
     reply, _ = run(Loop(server, Tools(), settings=LoopSettings(steps=5, max_unusable_steps=0)))
     assert len(reply.requests) == 5
     assert reply.stopped == "steps"
+
+
+# -- the call grammar ---------------------------------------------------------------------------------
+
+
+@dataclass
+class EmbeddedLike(ScriptedServer):
+    """A scripted llama.cpp server that says it is the embedded one."""
+
+    embedded: object = "embedded"
+
+
+def test_the_embedded_server_gets_text_mode_and_a_grammar_that_requires_a_first_call() -> None:
+    server = EmbeddedLike([fenced("grep", pattern="x"), "ok"], kind="llamacpp")
+    loop = Loop(server, Tools())
+    reply, _ = run(loop)
+    assert loop.mode == "text"
+    first, second = (r.extra["grammar"] for r in server.requests)
+    assert "call-grep" in first
+    assert "call-grep" in second
+    assert first.startswith("root ::= call\n")  # the first step must call
+    assert not second.startswith("root ::= call\n")
+    assert reply.text == "ok"
+
+
+def test_the_last_request_gets_the_answer_only_grammar() -> None:
+    server = EmbeddedLike([fenced("grep", pattern="x"), "ok"], kind="llamacpp")
+    run(Loop(server, Tools(), settings=LoopSettings(steps=2)))
+    assert "call-grep" not in server.requests[-1].extra["grammar"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "settings", "mode"),
+    [
+        ("llamacpp", LoopSettings(), "text"),  # auto: only on the embedded server
+        ("ollama", LoopSettings(grammar="call-first"), "text"),  # only llama.cpp takes grammars
+        ("llamacpp", LoopSettings(grammar="answer-or-call"), "native"),  # never with native tools
+        ("llamacpp", LoopSettings(grammar="answer-or-call", extra={"grammar": 'root ::= "x"'}), "text"),
+    ],
+)
+def test_no_grammar_is_sent_where_it_does_not_apply(kind: str, settings: LoopSettings, mode: str) -> None:
+    server = ScriptedServer(["ok"], kind=kind)
+    run(Loop(server, Tools(), mode=mode, settings=settings))  # type: ignore[arg-type]
+    assert server.requests[0].extra.get("grammar") in (None, settings.extra and settings.extra.get("grammar"))
+
+
+def test_a_server_that_refuses_the_grammar_is_asked_again_without_it() -> None:
+    from twinny_magics.errors import ServerError
+
+    refusal = ServerError("failed to parse grammar", status=400)
+    server = EmbeddedLike([refusal, "ok"], kind="llamacpp")
+    loop = Loop(server, Tools())
+    reply, _ = run(loop)
+    assert reply.text == "ok"
+    assert loop.grammar_refused
+    assert "grammar" not in server.requests[-1].extra
+    assert any(n.kind == "fallback" and "grammar" in n.text for n in reply.notices)

@@ -100,3 +100,23 @@ def test_smollm2_free_form_in_text_mode_runs_to_an_answer_inside_the_window(
     assert reply.stopped in {"answer", "steps"}
     assert all(r.prompt_tokens is not None and r.prompt_tokens <= 2048 for r in reply.requests)
     assert all(r.mode == "text" for r in reply.requests)
+
+
+def test_with_the_call_grammar_smollm2_makes_a_well_formed_call_that_runs(
+    llama_server: Any, tmp_path: Path
+) -> None:
+    agent = Agent(
+        server=ConnectedServer(llama_server.info),
+        workspace=workspace(tmp_path),
+        mode="text",
+        grammar="call-first",
+        steps=3,
+        temperature=0.0,
+    )
+    reply = agent.run("Which files are in src?")
+    assert reply.error is None
+    first = reply.steps[0]
+    assert first.problems == []
+    assert len(first.calls) == 1
+    assert first.calls[0].name in {"list_dir", "find_files", "read_file", "grep", "create_file", "edit_file"}
+    assert first.results

@@ -18,7 +18,7 @@ from typing import Any
 from .budget import ContextPlan, TokenEstimator, plan_context
 from .conversation import Message, assistant, user
 from .events import Event, Notice, Reply, ReplyFinished
-from .loop import DEFAULT_SYSTEM_PROMPT, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
+from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
 from .notes import FINAL_ANSWER_PROMPT, NoteEntry, question_with_notes, turn_notes
 from .tools import Approve, CommandsMode, EditsMode, Workspace
 
@@ -68,6 +68,7 @@ class Agent:
         temperature: float | None = None,
         max_calls: int = 8,
         max_unusable_steps: int = 3,
+        grammar: GrammarSetting = "auto",
         extra: dict[str, Any] | None = None,
     ) -> None:
         self.base_url = base_url
@@ -84,6 +85,7 @@ class Agent:
             steps=steps,
             max_calls=max_calls,
             max_unusable_steps=max_unusable_steps,
+            grammar=grammar,
             system_prompt=system_prompt,
             closing_prompt=closing_prompt,
             temperature=temperature,
@@ -133,11 +135,14 @@ class Agent:
         steps: int | None = None,
         edits: EditsMode | None = None,
         commands: CommandsMode | None = None,
+        grammar: GrammarSetting | None = None,
         approve: Approve | _Unset | None = _UNSET,
     ) -> None:
         """Change how the next replies run; the session (server, notes, estimate) stays."""
         if steps is not None:
             self.settings = replace(self.settings, steps=steps)
+        if grammar is not None:
+            self.settings = replace(self.settings, grammar=grammar)
         if mode is not None:
             self.requested_mode = mode
         if edits is not None:

@@ -41,11 +41,16 @@ from .events import (
     UsageReported,
     WindowShare,
 )
+from .grammar import tool_call_grammar
 from .notes import FINAL_ANSWER_PROMPT, with_closing_prompt
 from .servers import base as wire
 from .servers.kinds import Kind, small_window_warning
 
 ModeSetting = Literal["auto", "native", "text"]
+#: ``answer-or-call``: a reply is a plain answer or one well-formed call; ``call-first``: the same, but
+#: the first step must call; ``auto``: ``call-first`` on the embedded server (a model too small to call
+#: a tool unaided), off elsewhere (the answer branch has no room for code fences or brackets).
+GrammarSetting = Literal["auto", "off", "answer-or-call", "call-first"]
 
 DEFAULT_STEPS = 12
 MAX_CALLS_PER_REPLY = 8
@@ -103,6 +108,8 @@ class LoopSettings:
     #: Consecutive steps that achieve nothing (only repeats, errors or unreadable calls) before the reply
     #: is brought to its closing request instead of spending every step; 0 never stops early.
     max_unusable_steps: int = 3
+    #: Constrain text-mode replies on llama.cpp with a grammar built from the tools (see ``grammar``).
+    grammar: GrammarSetting = "auto"
 
 
 class Loop:
@@ -123,6 +130,8 @@ class Loop:
         self.counter = PromptCounter(self.estimator)
         #: Whether the server counts tokens exactly (llama.cpp's /tokenize); None until asked.
         self.tokenize_works: bool | None = None
+        #: Set when the server refused a grammar: none is sent again in this session.
+        self.grammar_refused = False
         self.settings = settings or LoopSettings()
         self.mode: Mode = _initial_mode(mode, server)
         self.window: int | None = None
@@ -132,6 +141,22 @@ class Loop:
 
     def _tool_definitions(self) -> list[dict[str, Any]]:
         return self.tools.definitions()
+
+    def grammar_for(self, step: int, last: bool) -> str | None:
+        """The GBNF grammar for a request, where one applies (text mode on llama.cpp), else None."""
+        setting = self.settings.grammar
+        extra = self.settings.extra or {}
+        if self.mode != "text" or self.grammar_refused or setting == "off" or self.server.kind != "llamacpp":
+            return None
+        if any(key in extra for key in ("grammar", "json_schema", "response_format")):
+            return None  # the user's own constraint wins
+        if setting == "auto":
+            if getattr(self.server, "embedded", None) is None:
+                return None
+            setting = "call-first"
+        if last:
+            return tool_call_grammar([])  # the closing reply is an answer: a call there would be wasted
+        return tool_call_grammar(self.tools.definitions(), require_call=setting == "call-first" and step == 1)
 
     def system_message(self) -> Message:
         """The system prompt for the current mode (text mode lists the tools in it)."""
@@ -259,6 +284,13 @@ class _Run:
                     continue
                 return self._fail(error)
             except ServerError as error:
+                if _refuses_grammar(error) and not loop.grammar_refused and loop.grammar_for(step, last):
+                    loop.grammar_refused = True
+                    self.notice(
+                        "fallback", f"The server refused the tool-call grammar ({error}); retrying without."
+                    )
+                    step -= 1
+                    continue
                 return self._fail(error)
 
             record = Step(step, text)
@@ -383,13 +415,17 @@ class _Run:
     ) -> tuple[str, tuple[list[ToolCall], list[str]]]:
         """Send one request; return its text and its native calls (with why any could not be read)."""
         loop = self.loop
+        extra = dict(loop.settings.extra or {})
+        grammar = loop.grammar_for(record.step, record.last) if tools is None else None
+        if grammar is not None:
+            extra["grammar"] = grammar
         request = wire.ChatRequest(
             messages=rendered,
             tools=tools,
             model=loop.server.model,
             max_tokens=plan.reply,
             temperature=loop.settings.temperature,
-            extra=dict(loop.settings.extra or {}),
+            extra=extra,
         )
         detector = protocol.StreamDetector()
         parts: list[str] = []
@@ -550,6 +586,10 @@ class _Run:
 _CHANGES_WORKSPACE = frozenset({"edit_file", "create_file", "run_command"})
 
 
+def _refuses_grammar(error: ServerError) -> bool:
+    return error.status == 400 and "grammar" in f"{error} {error.body or ''}".lower()
+
+
 def _signature(call: ToolCall) -> tuple[str, str]:
     return call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
 
@@ -558,5 +598,9 @@ def _initial_mode(mode: ModeSetting, server: ModelServer) -> Mode:
     if mode in ("native", "text"):
         return mode
     if server.kind == "textgen" or getattr(server, "takes_tools", True) is False:
+        return "text"
+    if getattr(server, "embedded", None) is not None:
+        # The embedded server runs small models (SmolLM2's template drops the tool definitions): text
+        # mode lists the tools in the prompt, where the model sees them, and lets a grammar shape calls.
         return "text"
     return "native"

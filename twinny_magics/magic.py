@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 #: The options that make a different session when they change.
 SESSION_OPTIONS = ("server", "model", "kind", "workspace", "window", "api_key")
 #: The options that apply to one cell of the same session.
-TURN_OPTIONS = ("mode", "steps", "edits", "commands")
+TURN_OPTIONS = ("mode", "steps", "edits", "commands", "grammar")
 SUBCOMMANDS = "status, reset, new, plan N, apply [N…], discard [N…], use NAME"
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -70,6 +70,11 @@ class TwinnyMagics(Magics):
         config=True
     )
     commands = Enum(["ask", "allow", "off"], "ask", help="Whether run_command asks first.").tag(config=True)
+    grammar = Enum(
+        ["auto", "off", "answer-or-call", "call-first"],
+        "auto",
+        help="Shape text-mode replies on llama.cpp with a grammar (auto: call-first on the embedded server).",
+    ).tag(config=True)
     window = Int(
         None, allow_none=True, help="The window to load the model with (Ollama num_ctx, the embedded server)."
     ).tag(config=True)
@@ -109,6 +114,11 @@ class TwinnyMagics(Magics):
     @argument("--steps", type=int, metavar="N", help="at most N requests in this reply (default 12)")
     @argument("--edits", choices=["review", "apply"], help="review: edits wait for Apply/Discard")
     @argument("--commands", choices=["ask", "allow", "off"], help="whether run_command asks first")
+    @argument(
+        "--grammar",
+        choices=["auto", "off", "answer-or-call", "call-first"],
+        help="llama.cpp, text mode: replies shaped as an answer or one well-formed call",
+    )
     @argument("--window", type=int, metavar="N", help="load the model with an N-token window")
     @argument("--workspace", metavar="DIR", help="the folder the tools see (default: the notebook's)")
     @argument("--api-key", dest="api_key", metavar="KEY", help="sent as a Bearer token")
@@ -245,6 +255,7 @@ class TwinnyMagics(Magics):
             steps=options["steps"],
             edits=options["edits"],
             commands=options["commands"],
+            grammar=options["grammar"],
             approve=self._approver() if self._manage_approvals else None,
             namespace=self.shell.user_ns if self.shell is not None else None,
         )
@@ -283,6 +294,7 @@ class TwinnyMagics(Magics):
             steps=options.get("steps"),
             edits=options.get("edits"),
             commands=options.get("commands"),
+            grammar=options.get("grammar"),
         )
 
     @staticmethod
@@ -392,6 +404,7 @@ class TwinnyMagics(Magics):
             "steps": session.settings.steps,
             "edits": session.edits,
             "commands": session.commands,
+            "grammar": session.settings.grammar,
         }
         print(f"%%agent cells now use {rest[0]}: {session!r}")
 

@@ -65,6 +65,7 @@ OUTCOMES = {
     "answer": "Answered",
     "steps": "Out of steps",
     "settled": "An edit waits for review",
+    "stuck": "Ended early: steps in a row achieved nothing",
     "stopped": "Stopped",
     "error": "Failed",
 }
