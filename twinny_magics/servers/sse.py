@@ -44,7 +44,7 @@ class SSEDecoder:
         self.skipped = 0
         self.first_skipped: str | None = None
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._line_so_far = _Unfinished(max_line)
         self._after_cr = False
         self._started = False
         self._data: list[str] = []
@@ -62,9 +62,8 @@ class SSEDecoder:
         ``data: [DONE]`` without the final blank line are common, and losing their last event helps no one.
         """
         events = self._feed_text(self._utf8.decode(b"", final=True))
-        if self._buffer:
-            line, self._buffer = self._buffer, ""
-            self._line(line, events)
+        if self._line_so_far:
+            self._line(self._line_so_far.end(""), events)
         self._dispatch(events)
         return events
 
@@ -78,19 +77,13 @@ class SSEDecoder:
         if not self._started:
             self._started = True
             text = text.removeprefix("\ufeff")
-        buffer = self._buffer + text
+        # Only the new text is searched for line ends: what came before holds none.
         start = 0
-        for match in _LINE_END.finditer(buffer):
-            self._line(buffer[start : match.start()], events)
+        for match in _LINE_END.finditer(text):
+            self._line(self._line_so_far.end(text[start : match.start()]), events)
             start = match.end()
-            self._after_cr = match.group() == "\r" and start == len(buffer)
-        self._buffer = buffer[start:]
-        if len(self._buffer) > self.max_line:
-            shown = self._buffer[:200]
-            self._buffer = ""
-            raise MalformedStream(
-                f"A line of the stream ran past {self.max_line:,} characters without ending: {shown!r}…"
-            )
+            self._after_cr = match.group() == "\r" and start == len(text)
+        self._line_so_far.add(text[start:])
         return events
 
     def _line(self, line: str, events: list[SSEEvent]) -> None:
@@ -132,22 +125,55 @@ class LineDecoder:
     def __init__(self, max_line: int = 8 * 1024 * 1024) -> None:
         self.max_line = max_line
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._line_so_far = _Unfinished(max_line)
 
     def feed(self, chunk: bytes) -> list[str]:
         """Decode ``chunk`` and return the lines it completed (without their line ends)."""
-        buffer = self._buffer + self._utf8.decode(chunk)
-        *lines, self._buffer = buffer.split("\n")
-        if len(self._buffer) > self.max_line:
-            shown = self._buffer[:200]
-            self._buffer = ""
-            raise MalformedStream(
-                f"A line of the stream ran past {self.max_line:,} characters without ending: {shown!r}…"
-            )
+        *lines, rest = self._utf8.decode(chunk).split("\n")
+        if lines:
+            lines[0] = self._line_so_far.end(lines[0])
+        self._line_so_far.add(rest)
         return [line.removesuffix("\r") for line in lines]
 
     def close(self) -> list[str]:
         """End of the stream: the last line if it had no newline."""
-        rest = self._buffer + self._utf8.decode(b"", final=True)
-        self._buffer = ""
+        rest = self._line_so_far.end(self._utf8.decode(b"", final=True))
         return [rest.removesuffix("\r")] if rest else []
+
+
+class _Unfinished:
+    """The start of a line whose end has not come yet, kept in pieces.
+
+    Joined once, when the line ends: a long line sent a little at a time (a server that never sends a
+    newline) then costs time in proportion to its length, not to its square. Past ``max_line`` characters
+    it is refused, so such a server cannot fill memory either.
+    """
+
+    def __init__(self, max_line: int) -> None:
+        self.max_line = max_line
+        self._pieces: list[str] = []
+        self._chars = 0
+
+    def __bool__(self) -> bool:
+        return self._chars > 0
+
+    def add(self, text: str) -> None:
+        """More of the line; a ``MalformedStream`` once it is too long."""
+        if not text:
+            return
+        self._pieces.append(text)
+        self._chars += len(text)
+        if self._chars > self.max_line:
+            shown = "".join(self._pieces)[:200]
+            self._pieces, self._chars = [], 0
+            raise MalformedStream(
+                f"A line of the stream ran past {self.max_line:,} characters without ending: {shown!r}…"
+            )
+
+    def end(self, text: str) -> str:
+        """The whole line, ``text`` being its last piece; the next line starts empty."""
+        if not self._pieces:
+            return text
+        line = "".join([*self._pieces, text])
+        self._pieces, self._chars = [], 0
+        return line
