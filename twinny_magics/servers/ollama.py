@@ -74,6 +74,11 @@ class OllamaStreamParser:
         self._calls: list[tuple[str | None, str, str]] = []
         self._finished = False
 
+    @property
+    def done(self) -> bool:
+        """Whether the chunk with ``done: true`` came: nothing after it counts."""
+        return self._finished
+
     def feed(self, chunk: bytes) -> list[ChatEvent]:
         """The events ``chunk`` completed."""
         out: list[ChatEvent] = []
@@ -203,7 +208,10 @@ class OllamaChatServer:
                 raise on_error(response.status_code, await wire.read_body(response, url, self._timeout))
             parser = OllamaStreamParser(on_error)
             chunks = response.aiter_bytes()
-            while (chunk := await wire.next_chunk(chunks, url, self._timeout)) is not None:
+            # Not read past the last chunk (see OpenAIChatServer.stream).
+            while (
+                not parser.done and (chunk := await wire.next_chunk(chunks, url, self._timeout)) is not None
+            ):
                 for event in parser.feed(chunk):
                     yield event
             for event in parser.finish():

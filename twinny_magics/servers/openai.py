@@ -81,6 +81,11 @@ class OpenAIStreamParser:
         """How many lines were not SSE and were skipped."""
         return self._sse.skipped
 
+    @property
+    def done(self) -> bool:
+        """Whether ``[DONE]`` came: the reply is complete and nothing after it counts."""
+        return self._finished
+
     def feed(self, chunk: bytes) -> list[ChatEvent]:
         """The events ``chunk`` completed."""
         out: list[ChatEvent] = []
@@ -299,7 +304,12 @@ class OpenAIChatServer:
                         yield event
                     return
                 chunks = response.aiter_bytes()
-                while (chunk := await wire.next_chunk(chunks, url, self._timeout)) is not None:
+                # Not read past [DONE]: a server that then keeps the stream open (or drops it) has lost
+                # nothing, and waiting for the body's end would cost the whole read timeout.
+                while (
+                    not parser.done
+                    and (chunk := await wire.next_chunk(chunks, url, self._timeout)) is not None
+                ):
                     for event in parser.feed(chunk):
                         yield event
                 for event in parser.finish():
