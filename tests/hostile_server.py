@@ -300,11 +300,14 @@ class HostileServer:
                 body: dict[str, Any] = json.loads(raw)
             except ValueError:
                 return json_answer(400, {"error": {"code": 400, "message": "The body is not JSON."}})
+            tokens = prompt_tokens(body)
+            refused = self.strict and self.window is not None and tokens > self.window
             with self._lock:
                 self.bodies.append(body)
-                queued = self._queue.popleft() if self._queue else None
-            tokens = prompt_tokens(body)
-            if self.strict and self.window is not None and tokens > self.window:
+                # A refused request is not answered: the queued answer waits for the retry.
+                queued = self._queue.popleft() if self._queue and not refused else None
+            if refused:
+                assert self.window is not None
                 return too_long(tokens, self.window)
             answer = queued or Answer(pieces=text_pieces(HEALTHY))
             if USAGE in answer.pieces:

@@ -424,9 +424,6 @@ def test_a_server_restarted_with_a_smaller_window_mid_reply_is_a_clear_message_a
     assert_next_cell_answers(ip, server)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bug: the retry trims to the cached window's target, not the one refused"
-)
 def test_a_too_long_refusal_that_names_a_smaller_window_trims_the_retry_to_fit_it(
     server: HostileServer, tmp_path: Path
 ) -> None:
@@ -447,7 +444,6 @@ def test_a_server_restarted_with_a_larger_window_between_two_cells_still_answers
     assert ip.run_line_magic("agent", "").window in (4096, 16384)  # the window is cached for 30 s
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an under-reported usage count makes the next estimate absurd")
 def test_a_usage_count_far_below_the_prompt_does_not_make_the_next_estimate_absurd(
     server: HostileServer, tmp_path: Path
 ) -> None:

@@ -241,7 +241,11 @@ class PromptCounter:
             return sum(parts) + tools_now
         gone = sum(self.message_tokens(m) for m in anchor.rendered[shared:])
         estimate = anchor.prompt_tokens - gone + sum(parts[shared:]) + self._tools_change(tools_now, anchor)
-        return max(estimate, 1)
+        # Whatever the counts said, no text runs denser than MAX_RATIO characters a token.
+        chars = sum(message_chars(m) for m in rendered)
+        if self.tools_rendered is not False:
+            chars += len(tools_text(tools))
+        return max(estimate, math.ceil(chars / MAX_RATIO), 1)
 
     def _tools_change(self, tools_now: int, anchor: _Anchor) -> int:
         """What the tool definitions add to a request since the anchor (a new turn offers them again)."""
@@ -257,7 +261,9 @@ class PromptCounter:
         self, rendered: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None, prompt_tokens: int
     ) -> None:
         """The server counted ``prompt_tokens`` for this request: stand the next estimates on it."""
-        if prompt_tokens <= 0:
+        if prompt_tokens <= 0 or prompt_tokens * MAX_RATIO < sum(message_chars(m) for m in rendered):
+            # A count that makes the text denser than any text is (a proxy that counts something else, a
+            # server that reports 1) is not believed: standing on it would make every estimate tiny.
             return
         keys = tuple(_key(m) for m in rendered)
         tools_now = self.tools_tokens(tools)

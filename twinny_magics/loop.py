@@ -9,6 +9,7 @@ nothing half-recorded.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast
@@ -53,6 +54,8 @@ ModeSetting = Literal["auto", "native", "text"]
 GrammarSetting = Literal["auto", "off", "answer-or-call", "call-first"]
 
 DEFAULT_STEPS = 12
+#: How long a window named by a too-long refusal overrides the probe (the probe caches its answer 30 s).
+WINDOW_CAP_SECONDS = 30.0
 MAX_CALLS_PER_REPLY = 8
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -132,6 +135,8 @@ class Loop:
         self.tokenize_works: bool | None = None
         #: Set when the server refused a grammar: none is sent again in this session.
         self.grammar_refused = False
+        #: A smaller window a too-long refusal named, and until when it overrides the (cached) probe.
+        self.window_cap: tuple[int, float] | None = None
         self.settings = settings or LoopSettings()
         self.mode: Mode = _initial_mode(mode, server)
         self.window: int | None = None
@@ -322,6 +327,12 @@ class _Run:
         """Ask the window (the server caches its answer) and plan it; warn once when it is small."""
         loop = self.loop
         window = await loop.server.context_window()
+        if loop.window_cap is not None:
+            cap, until = loop.window_cap
+            if time.monotonic() < until:
+                window = min(window, cap)
+            else:
+                loop.window_cap = None
         loop.window = window
         loop.plan = plan = plan_context(window, loop.estimator.ratio)
         warning = small_window_warning(window, cast(Kind, loop.server.kind))
@@ -377,6 +388,13 @@ class _Run:
             # The server counted more than we estimated: learn its count, trim to target, retry once.
             if error.prompt_tokens:
                 loop.counter.observe(render(fitted.messages, loop.mode), tools, error.prompt_tokens)
+            if error.window and error.window < plan.window:
+                # The server holds less than it said a moment ago (restarted with a smaller window): plan
+                # for the window it names, and keep to it until the probe's answer has expired.
+                loop.window_cap = (error.window, time.monotonic() + WINDOW_CAP_SECONDS)
+                loop.window = error.window
+                loop.plan = plan = plan_context(error.window, loop.estimator.ratio)
+                record.window, record.limit, record.target = plan.window, plan.limit, plan.target
             fitted = fit(fitted.messages, -1, plan.target, count)
             record.retried = "too long"
             record.trimmed += len(fitted.trims)
