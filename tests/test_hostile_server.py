@@ -103,12 +103,10 @@ SHORT = httpx.Timeout(connect=1.0, read=0.5, write=1.0, pool=1.0)
 def short_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Replies read with a 0.5 s read timeout instead of ``wire.CHAT_TIMEOUT``'s 300 s.
 
-    The session has no timeout option of its own (neither ``Agent`` nor ``%%agent``), so the seam the
-    connection makes its adapter with is where the shorter timeout goes.
+    ``Agent(timeout=)`` and ``%%agent --timeout`` take whole seconds of read timeout; the tests want a
+    shorter connect timeout too, so the seam that turns the option into an ``httpx.Timeout`` is used.
     """
-    monkeypatch.setattr(
-        connect_module, "chat_server", lambda info, client: OpenAIChatServer(info, client, timeout=SHORT)
-    )
+    monkeypatch.setattr(connect_module, "chat_timeout", lambda seconds: SHORT)
 
 
 def test_a_server_that_accepts_and_never_answers_ends_in_a_timeout_message(
@@ -121,6 +119,14 @@ def test_a_server_that_accepts_and_never_answers_ends_in_a_timeout_message(
     assert time.monotonic() - started < 3
     assert_clear(cell, "did not answer within 0.5 s")
     assert_next_cell_answers(ip, server)
+
+
+def test_the_session_timeout_option_bounds_a_silent_server(server: HostileServer, tmp_path: Path) -> None:
+    server.queue(Answer(silent=True))
+    started = time.monotonic()
+    reply = Agent(server.url, model=MODEL, kind="llamacpp", workspace=tmp_path, timeout=1.0).run("Hello?")
+    assert time.monotonic() - started < 4
+    assert "did not answer within 1 s" in (reply.error or "")
 
 
 def test_a_server_that_goes_silent_mid_stream_ends_in_a_timeout_message(

@@ -69,6 +69,7 @@ class Agent:
         max_calls: int = 8,
         max_unusable_steps: int = 3,
         grammar: GrammarSetting = "auto",
+        timeout: float | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
         self.base_url = base_url
@@ -79,6 +80,7 @@ class Agent:
         self.commands = commands
         self.api_key = api_key
         self.requested_window = window
+        self.timeout = timeout
         self.approve = approve
         self.namespace = namespace
         self.settings = LoopSettings(
@@ -187,6 +189,7 @@ class Agent:
                 kind=self.kind,
                 api_key=self.api_key,
                 window=self.requested_window,
+                timeout=self.timeout,
             )
         if self._tools is None:
             self._tools = Workspace(

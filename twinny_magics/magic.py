@@ -22,7 +22,7 @@ from IPython.core import magic_arguments as _arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class
 from traitlets import Any as AnyTrait
-from traitlets import Bool, Enum, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, Unicode
 
 from twinny_magics import reprs
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from twinny_magics.display import EditPanel, ReplyView
 
 #: The options that make a different session when they change.
-SESSION_OPTIONS = ("server", "model", "kind", "workspace", "window", "api_key")
+SESSION_OPTIONS = ("server", "model", "kind", "workspace", "window", "api_key", "timeout")
 #: The options that apply to one cell of the same session.
 TURN_OPTIONS = ("mode", "steps", "edits", "commands", "grammar")
 SUBCOMMANDS = "status, reset, new, plan N, apply [N…], discard [N…], use NAME"
@@ -82,6 +82,9 @@ class TwinnyMagics(Magics):
         None, allow_none=True, help="The folder the tools see; unset: the kernel's working directory."
     ).tag(config=True)
     quiet = Bool(False, help="Show only the answer.").tag(config=True)
+    timeout = Float(
+        None, allow_none=True, help="Seconds a reply may go silent before it is given up (default 300)."
+    ).tag(config=True)
     api_key = Unicode(None, allow_none=True, help="Sent as a Bearer token.").tag(config=True)
     output = Enum(
         ["auto", "rich", "text"],
@@ -122,6 +125,9 @@ class TwinnyMagics(Magics):
     @argument("--window", type=int, metavar="N", help="load the model with an N-token window")
     @argument("--workspace", metavar="DIR", help="the folder the tools see (default: the notebook's)")
     @argument("--api-key", dest="api_key", metavar="KEY", help="sent as a Bearer token")
+    @argument(
+        "--timeout", type=float, metavar="S", help="give a reply up after S silent seconds (default 300)"
+    )
     @argument("--new", action="store_true", help="start a new session (forget earlier turns)")
     @argument("--quiet", action="store_true", default=None, help="show only the answer")
     @line_cell_magic
@@ -251,6 +257,7 @@ class TwinnyMagics(Magics):
             workspace=key[SESSION_OPTIONS.index("workspace")],
             window=options["window"],
             api_key=options["api_key"],
+            timeout=options["timeout"],
             mode=options["mode"],
             steps=options["steps"],
             edits=options["edits"],

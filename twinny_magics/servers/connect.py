@@ -22,16 +22,25 @@ from twinny_magics.servers.ollama import OllamaChatServer
 from twinny_magics.servers.openai import OpenAIChatServer
 from twinny_magics.servers.probe import acontext_window
 from twinny_magics.servers.recognise import discover, resolve_server
-from twinny_magics.servers.wire import make_client
+from twinny_magics.servers.wire import CHAT_TIMEOUT, make_client
 
 ClientFactory = Callable[[ServerInfo], httpx.AsyncClient]
 
 
-def chat_server(info: ServerInfo, client: httpx.AsyncClient) -> OpenAIChatServer | OllamaChatServer:
+def chat_server(
+    info: ServerInfo, client: httpx.AsyncClient, timeout: httpx.Timeout = CHAT_TIMEOUT
+) -> OpenAIChatServer | OllamaChatServer:
     """The adapter for ``info``'s kind on ``client``."""
     if info.kind == "ollama":
-        return OllamaChatServer(info, client)
-    return OpenAIChatServer(info, client)
+        return OllamaChatServer(info, client, timeout=timeout)
+    return OpenAIChatServer(info, client, timeout=timeout)
+
+
+def chat_timeout(seconds: float | None) -> httpx.Timeout:
+    """How long a reply may go silent before it is given up (``None``: the default, 300 s)."""
+    if seconds is None:
+        return CHAT_TIMEOUT
+    return httpx.Timeout(connect=min(5.0, seconds), read=seconds, write=min(30.0, seconds), pool=10.0)
 
 
 class ConnectedServer:
@@ -50,8 +59,10 @@ class ConnectedServer:
         client_factory: ClientFactory = make_client,
         cache: ProbeCache | None = None,
         embedded: EmbeddedServer | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.info = info
+        self.timeout = chat_timeout(timeout)
         self.requested_window = window
         self.embedded = embedded
         self._client_factory = client_factory
@@ -93,7 +104,7 @@ class ConnectedServer:
         return small_window_warning(window, self.kind)
 
     def _adapter(self, client: httpx.AsyncClient) -> OpenAIChatServer | OllamaChatServer:
-        adapter = chat_server(self.info, client)
+        adapter = chat_server(self.info, client, self.timeout)
         compatible = adapter.compatible if isinstance(adapter, OllamaChatServer) else adapter
         compatible.include_usage = self._include_usage
         return adapter
@@ -138,6 +149,7 @@ def connect(
     client_factory: ClientFactory = make_client,
     cache: ProbeCache | None = None,
     embedded_n_ctx: int = DEFAULT_N_CTX,
+    timeout: float | None = None,
 ) -> ConnectedServer:
     """The server for a session: the one named, else one found, else the embedded llama.cpp server."""
     embedded: EmbeddedServer | None = None
@@ -157,4 +169,6 @@ def connect(
         raise ModelNotFound(
             f"Name the model to use at {info.base_url}: `model=` (or `--model` on the magic line).",
         )
-    return ConnectedServer(info, window=window, client_factory=client_factory, cache=cache, embedded=embedded)
+    return ConnectedServer(
+        info, window=window, client_factory=client_factory, cache=cache, embedded=embedded, timeout=timeout
+    )

@@ -348,7 +348,8 @@ class OpenAIChatServer:
                 self.info.base_url + path,
                 payload,
                 headers=wire.bearer(self.info.api_key),
-                timeout=httpx.Timeout(30.0, connect=5.0),
+                # Counting is quick; a server slow to count is treated as one that cannot.
+                timeout=httpx.Timeout(10.0, connect=5.0),
             )
             response = await wire.send(self._client, request)
         except httpx.HTTPError:
