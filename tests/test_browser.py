@@ -42,6 +42,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 WAIT_MS = 60_000
+#: Where the screenshots are kept for a person to look at (artifacts/ is not committed).
+SHOTS = ROOT / "artifacts" / "browser"
 
 SETUP = """\
 from pathlib import Path
@@ -165,6 +167,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         pytest.fail(f"{missing}; scripts/test.sh installs it")  # CI must run this test, never skip it
     if missing:
         pytest.skip(missing)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     server = Lab(tmp_path_factory.mktemp("lab"))
     yield server
     server.stop()
@@ -211,7 +214,7 @@ def test_a_reply_shows_its_status_bars_calls_and_markdown_answer(page: Any, lab:
     assert area.locator("strong").filter(has_text="x is two").count() == 1  # Markdown, rendered
     area.locator("details summary").filter(has_text="read_file").click()
     assert "1: x = 1" in area.locator("details[open] pre").first.inner_text()
-    page.screenshot(path=str(lab.root.parent / "reply.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / "reply.png"), full_page=True)
 
 
 def test_the_run_button_approves_a_command_while_the_cell_runs(page: Any, lab: Lab) -> None:
@@ -240,4 +243,4 @@ def test_the_apply_button_writes_the_edit_after_the_cell_has_finished(page: Any,
     output(page, 1).locator("button").filter(has_text="Apply").click()
     wait_for_text(page, 1, "Proposed edit to a.py — applied")
     assert (lab.root / "a.py").read_text() == "x = 2\n"
-    page.screenshot(path=str(lab.root.parent / "after.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / "after.png"), full_page=True)
