@@ -111,6 +111,8 @@ class LoopSettings:
     #: Consecutive steps that achieve nothing (only repeats, errors or unreadable calls) before the reply
     #: is brought to its closing request instead of spending every step; 0 never stops early.
     max_unusable_steps: int = 3
+    #: Refuse to run a call repeated within a reply (off only to measure what the guard saves).
+    repeat_guard: bool = True
     #: Constrain text-mode replies on llama.cpp with a grammar built from the tools (see ``grammar``).
     grammar: GrammarSetting = "auto"
 
@@ -545,7 +547,7 @@ class _Run:
     def _repeat_of(self, call: ToolCall) -> str | None:
         """What to tell the model instead of running a call it already made in this reply, or None."""
         made = self.made.get(_signature(call))
-        if made is None:
+        if made is None or not self.loop.settings.repeat_guard:
             return None
         key, earlier = made
         if key in self.trimmed_keys:
