@@ -30,21 +30,50 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
         "agent": ["Request 1", "Request 2", "[1.0]"],
         "after": ["Context plan", "Agent session"],
     },
+    # A scripted trajectory replayed on the embedded server at a 2,048-token window: real counts, a cut,
+    # trims, the prompt cache, an edit applied after the cell.
     "context_budget.ipynb": {
         "agent": [
-            "read_file path='server.log'",
+            "Request 1",
+            "server counted",
+            "read_file path='logs/app.log'",
             "cut: ",
             "trimmed at request",
-            "grep pattern='PORT'",
-            "Proposed edit to app.py",
-            "PORT` in `app.py` from 8000 to **8080**",
-            "An edit waits for review",
+            "grep pattern='ERROR'",
+            "of them cached by the server",
+            "Proposed edit to config.toml",
+            "last, no tools",
         ],
-        "after": ["Applied the edit to app.py.", "PORT = 8080"],
+        "after": [
+            "Context plan for a 2,048-token window",
+            "the agent's estimate",
+            "Token estimator",
+            "Applied the edit to config.toml.",
+            "pool_size = 20",
+        ],
+    },
+    # SmolLM2 in text mode under the call-first grammar: one call, then the last request.
+    "tool_protocol.ipynb": {
+        "agent": ["Request 1 · text", "[1.0]", "last, no tools"],
+        "after": [
+            "You can call these tools:",
+            "grep(pattern='PORT')",
+            "read_file(path='app.py', end_line=5)",
+            "find_files(pattern='*.py')",
+            'There is no tool called "delete_file"',
+            "read_file needs path",
+            "<tokens> are fine.",
+            "root ::= call",
+        ],
+    },
+    # Two sessions on SmolLM2 differing in one text each time, compared side by side.
+    "prompt_tuning.ipynb": {
+        "agent": ["Request 1 · text", "[1.0]", "Request 2 · text · last, no tools"],
+        "after": ["closing prompt", "grep's description", "system prompt", "tokens per request"],
     },
 }
 #: Notebooks that start the embedded llama.cpp server (a real model).
-USES_A_SERVER = {"quickstart.ipynb"}
+USES_A_SERVER = {"quickstart.ipynb", "context_budget.ipynb", "tool_protocol.ipynb", "prompt_tuning.ipynb"}
 
 
 @pytest.fixture(scope="module", autouse=True)
