@@ -18,7 +18,16 @@ from twinny_magics.budget import (
     request_chars,
     trimmed_stub,
 )
-from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, system, tool_result, user
+from twinny_magics.conversation import (
+    Message,
+    ToolCall,
+    ToolResult,
+    assistant,
+    render,
+    system,
+    tool_result,
+    user,
+)
 
 
 @pytest.mark.parametrize(
@@ -132,13 +141,13 @@ def test_trimmed_stub_keeps_the_first_line_up_to_160_characters() -> None:
 
 def result(step: int, size: int, name: str = "read_file") -> Message:
     output = f"{name} result of step {step}\n" + "z" * size
-    return tool_result(ToolResult(ToolCall(name, {"path": f"f{step}.py"}), output, step))
+    return tool_result(ToolResult(ToolCall(name, {"path": f"f{step}.py"}, id=f"c{step}"), output, step))
 
 
 def conversation(steps: int, size: int) -> list[Message]:
     messages = [system("You are a coding agent."), user("What does f do?")]
     for step in range(1, steps + 1):
-        messages.append(assistant("", (ToolCall("read_file", {"path": f"f{step}.py"}),)))
+        messages.append(assistant("", (ToolCall("read_file", {"path": f"f{step}.py"}, id=f"c{step}"),)))
         messages.append(result(step, size))
     return messages
 
@@ -175,8 +184,10 @@ def test_fit_trims_oldest_steps_first_and_stops_at_target() -> None:
 def test_fit_reaches_the_newest_steps_only_in_later_passes() -> None:
     messages = conversation(3, 3300)
     done = fit(messages, limit=100, target=50, count=chars_count)
-    assert [(t.step, t.pass_number) for t in done.trims] == [(1, 1), (2, 2), (3, 3)]
+    trims = [(t.step, t.pass_number) for t in done.trims]
+    assert trims == [(1, 1), (2, 2), (3, 3), (1, 4), (2, 4)]  # the fourth pass drops whole old steps
     assert done.over_limit  # the system prompt and the question alone weigh more than 100 tokens
+    assert [m.result.step for m in done.messages if m.result is not None] == [3]
 
 
 def test_fit_does_not_touch_the_original_messages() -> None:
@@ -190,7 +201,7 @@ def test_fit_does_not_touch_the_original_messages() -> None:
 def test_fit_skips_results_already_as_short_as_a_stub() -> None:
     messages = [system("s"), user("q"), result(1, 0), result(2, 5000)]
     done = fit(messages, limit=10, target=5, count=chars_count)
-    assert [t.step for t in done.trims] == [2]
+    assert [t.step for t in done.trims if t.pass_number < 4] == [2]
 
 
 def test_fit_counts_what_the_request_adds() -> None:
@@ -203,7 +214,7 @@ def test_fit_counts_what_the_request_adds() -> None:
     plain = fit(messages, limit=6000, target=4000, count=chars_count)
     heavier = fit(messages, limit=6000, target=4000, count=with_extra)
     assert plain.trims == ()
-    assert len(heavier.trims) == 4
+    assert len([t for t in heavier.trims if t.pass_number < 4]) == 4
 
 
 @settings(max_examples=200, deadline=None)
@@ -239,3 +250,27 @@ def test_fit_reaches_target_when_it_can_and_trims_the_newest_step_last(sizes: li
     for number in (1, 2, 3):
         steps = [t.step for t in done.trims if t.pass_number == number]
         assert steps == sorted(steps)
+
+
+def test_when_stubs_alone_overflow_old_steps_are_dropped_whole_and_said_in_one_line() -> None:
+    messages = conversation(20, 600)  # twenty steps: even as stubs they overflow a small limit
+    trimmed_everything = fit(messages, limit=-1, target=-1, count=chars_count, newest_step=None)
+    smallest = chars_count([messages[0], messages[1], *trimmed_everything.messages[-2:]])
+    limit = smallest + 200
+    done = fit(messages, limit=limit, target=(65 * limit) // 100, count=chars_count)
+    assert done.estimate <= limit
+    assert not done.over_limit
+    dropped = sorted({t.step for t in done.trims if t.pass_number == 4})
+    assert dropped == list(range(1, dropped[-1] + 1))  # oldest first
+    assert 20 not in dropped
+    notes = [m.content for m in done.messages if m.content.startswith("[Earlier steps")]
+    assert len(notes) == 1
+    said = f'dropped to fit the window (steps 1-{dropped[-1]}: read_file {{"path": "f1.py"}}; '
+    assert notes[0].startswith("[Earlier steps of this reply were " + said)
+    # Every tool message still follows the assistant message that made its call.
+    rendered = render(done.messages, "native")
+    for i, m in enumerate(rendered):
+        if m["role"] == "tool":
+            before = [r for r in rendered[:i] if r["role"] == "assistant"]
+            assert before
+            assert any(c["id"] == m["tool_call_id"] for c in before[-1]["tool_calls"])

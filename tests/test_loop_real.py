@@ -79,10 +79,10 @@ def test_a_long_trajectory_at_2048_tokens_keeps_every_request_inside_the_window(
         assert row["real"] <= 2048 - plan_reply_share, rows
     assert sum(row["trimmed"] for row in rows) >= 6
     # The first estimate is the server's count of the whole prompt, the later ones stand on the last
-    # count and /tokenize: within 5% of the real prompt, and never under it by more than a few tokens.
+    # count and /tokenize: within 5% of the real prompt, and never under it by more than 2%.
     errors = [(r["estimated"] - r["real"]) / r["real"] for r in rows]
     assert max(abs(e) for e in errors) <= 0.05, rows
-    assert min(r["estimated"] - r["real"] for r in rows) >= -5, rows
+    assert min(errors) >= -0.02, rows
 
 
 def test_smollm2_free_form_in_text_mode_runs_to_an_answer_inside_the_window(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .conversation import Message, Mode, render
+from .conversation import Message, Mode, ToolResult, render
 
 #: Where the estimate starts: 3.3 characters a token errs towards too many tokens, since code, paths,
 #: JSON and logs run denser than prose. Too many is the safe side: it trims a little early instead of
@@ -366,6 +366,7 @@ class Trim:
     chars_before: int
     chars_after: int
     pass_number: int
+    call_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -391,7 +392,8 @@ def fit(
     """Trim tool results until ``count(messages)`` is at or under ``target``, when it is over ``limit``.
 
     Three passes, each oldest first, each stopping as soon as the estimate reaches the target: results of
-    steps older than the two most recent; then of any step but the newest; then any. ``count`` estimates
+    steps older than the two most recent; then of any step but the newest; then any. If the request is
+    still over the limit, a fourth pass drops whole old steps (see ``_drop_old_steps``). ``count`` estimates
     the whole request (messages plus what the request adds), so trimming is judged on what is sent.
     """
     current = list(messages)
@@ -428,10 +430,64 @@ def fit(
                 estimate -= count([message]) - count([trimmed])
                 current[index] = trimmed
                 trims.append(
-                    Trim(index, result.step, result.call.name, len(result.output), len(stub), number)
+                    Trim(
+                        index,
+                        result.step,
+                        result.call.name,
+                        len(result.output),
+                        len(stub),
+                        number,
+                        result.call.id,
+                    )
                 )
                 trimmed_any = True
             estimate = count(current)
             if not trimmed_any:
                 break
+    if estimate > limit:
+        estimate = _drop_old_steps(current, trims, target, count)
     return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
+
+
+def _drop_old_steps(
+    current: list[Message], trims: list[Trim], target: int, count: Callable[[Sequence[Message]], int]
+) -> int:
+    """The fourth pass, when every result is a stub and the request is still over the limit: whole steps go.
+
+    A long reply at a small window collects stubs and calls until they alone overflow it. Then the oldest
+    steps (a call and its results) give way, never the newest, until the estimate reaches the target; one
+    short line, kept where they stood, says which steps went and what they called.
+    """
+    estimate = count(current)
+    dropped: list[ToolResult] = []
+    while estimate > target:
+        steps = sorted({m.result.step for m in current if m.result is not None})
+        if len(steps) <= 1:
+            break
+        oldest = steps[0]
+        where = [i for i, m in enumerate(current) if m.result is not None and m.result.step == oldest]
+        start, end = where[0], where[-1]
+        if start > 0 and current[start - 1].role == "assistant":
+            start -= 1  # the call goes with its results
+        if start > 0 and current[start - 1].content.startswith(DROPPED_NOTE_START):
+            start -= 1  # one note for every dropped step
+        gone = [m.result for m in current[start : end + 1] if m.result is not None]
+        dropped += gone
+        current[start : end + 1] = [Message("user", _dropped_note(dropped))]
+        trims.extend(Trim(-1, r.step, r.call.name, len(r.output), 0, 4, r.call.id) for r in gone)
+        estimate = count(current)
+    return estimate
+
+
+DROPPED_NOTE_START = "[Earlier steps of this reply were dropped"
+
+
+def _dropped_note(results: Sequence[ToolResult]) -> str:
+    steps = sorted({r.step for r in results})
+    span = f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}-{steps[-1]}"
+    calls = "; ".join(f"{r.call.name} {json.dumps(r.call.arguments, ensure_ascii=False)}" for r in results)
+    if len(calls) > 240:
+        calls = calls[:239] + "…"
+    return (
+        f"{DROPPED_NOTE_START} to fit the window (steps {span}: {calls}). Run a tool again if you need it.]"
+    )

@@ -586,11 +586,9 @@ class _Run:
     def _trimmed(self, step: int, fitted: Fit) -> None:
         if not fitted.trims:
             return
-        keys = []
-        for trim in fitted.trims:
-            result = fitted.messages[trim.index].result
-            if result is not None and result.call.id in self.keys:
-                keys.append(self.keys[result.call.id])
+        keys = [
+            self.keys[t.call_id] for t in fitted.trims if t.call_id is not None and t.call_id in self.keys
+        ]
         self.trimmed_keys.update(keys)
         self.emit(ResultsTrimmed(step, tuple(keys), fitted.trims, fitted.estimate_before, fitted.estimate))
 
