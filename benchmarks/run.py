@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -140,7 +141,7 @@ def overhead_table(overhead: dict[str, Any], streaming: dict[str, float]) -> str
     ]
     for window, row in overhead.items():
         model = row.get("model_ms_per_request")
-        share = f"{row['loop_over_model']:.2%}" if row.get("loop_over_model") is not None else "—"
+        share = f"{100 * row['loop_over_model']:.2g}%" if row.get("loop_over_model") is not None else "—"
         model_text = (
             f"{model:.0f}{'*' if row.get('model_from_window') != int(window) else ''}" if model else "—"
         )
@@ -187,16 +188,41 @@ def naive_steps(summaries: dict[str, dict[str, dict[str, Any]]]) -> dict[str, in
     return out
 
 
+def package_version() -> str:
+    """The commit the package was run at, ``+changes`` when its files differ from it (a shared tree)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "twinny_magics"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+changes" if changed else "")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="three windows, four trajectories (< 5 min)")
     parser.add_argument(
+        "--windows",
+        type=lambda text: [int(w) for w in text.split(",")],
+        help="only these windows of the plan (e.g. 2048,4096): kept under `partial`, the top left alone",
+    )
+    parser.add_argument(
         "--jai-venv", type=Path, default=Path("/tmp/jai-venv"), help="a venv with jupyter-ai-magics"
     )
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    package = package_version()
     mode = "quick" if args.quick else "full"
     pieces = build_corpus()
     with tempfile.TemporaryDirectory(prefix="twinny-bench-") as temp:
@@ -205,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         root.mkdir()
         files = build_workspace(root, pieces)
         plan = plan_trajectories(root, files, args.quick)
+        if args.windows:
+            plan = {w: plan[w] for w in args.windows}
         print(
             f"{mode} run: {len(files)} workspace files; windows {', '.join(str(w) for w in plan)}", flush=True
         )
@@ -232,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         source = int(key) if measured.get(int(key)) else max(w for w, v in measured.items() if v)
         row["model_from_window"] = source
         row["model_ms_per_request"] = round(1000 * measured[source], 1)  # type: ignore[operator]
-        row["loop_over_model"] = round(row["loop_cpu_ms_per_step"] / row["model_ms_per_request"], 5)
+        row["loop_over_model"] = round(row["loop_cpu_ms_per_step"] / row["model_ms_per_request"], 7)
     streaming = bench_streaming_cost()
     print(flush=True)
     print(overhead_table(overhead, streaming), flush=True)
@@ -267,13 +295,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         "context_seconds": round(context_seconds, 1),
         "server_seconds": {str(w): round(r.seconds, 1) for w, r in results.items()},
         "corpus": fingerprint(pieces),
+        "package": package,
         "python": sys.version.split()[0],
         "machine": platform.machine(),
     }
     previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    kept = {k: previous[k] for k in ("quick", "full") if k in previous}
-    kept[mode] = run
-    RESULTS.write_text(json.dumps({**run, **kept}, indent=1) + "\n", encoding="utf-8")
+    kept = {k: previous[k] for k in ("quick", "full", "partial") if k in previous}
+    if args.windows:
+        # A part of a run is kept beside the whole ones, never in their place.
+        run["mode"] = mode = f"{mode}, windows {', '.join(str(w) for w in args.windows)}"
+        kept["partial"] = run
+        top = {k: v for k, v in previous.items() if k not in kept}
+    else:
+        kept[mode] = run
+        top = run
+    RESULTS.write_text(json.dumps({**top, **kept}, indent=1) + "\n", encoding="utf-8")
     print(
         f"\n{mode} run in {seconds:.0f} s. Our loop: {ours['overflows']} refused; estimate error median "
         f"{_pct(error['median'])}, p95 {_pct(error['p95'])}, worst under {_pct(error['worst_under'])} "
