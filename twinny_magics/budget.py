@@ -136,9 +136,7 @@ def message_chars(message: dict[str, Any]) -> int:
 
 def tools_chars(tools: Sequence[dict[str, Any]] | None) -> int:
     """Characters the tool definitions add to a native request (the template renders their JSON)."""
-    if not tools:
-        return 0
-    return len(json.dumps(list(tools), ensure_ascii=False, separators=(", ", ": ")))
+    return len(tools_text(tools))
 
 
 def request_chars(

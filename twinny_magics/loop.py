@@ -146,9 +146,6 @@ class Loop:
 
     # -- what a request weighs ---------------------------------------------------------------------
 
-    def _tool_definitions(self) -> list[dict[str, Any]]:
-        return self.tools.definitions()
-
     def grammar_for(self, step: int, last: bool) -> str | None:
         """The GBNF grammar for a request, where one applies (text mode on llama.cpp), else None."""
         setting = self.settings.grammar
@@ -169,14 +166,14 @@ class Loop:
         """The system prompt for the current mode (text mode lists the tools in it)."""
         if self.mode == "text":
             return system(
-                protocol.text_mode_system_prompt(self.settings.system_prompt, self._tool_definitions())
+                protocol.text_mode_system_prompt(self.settings.system_prompt, self.tools.definitions())
             )
         return system(self.settings.system_prompt)
 
     def _request_tools(self, last: bool) -> list[dict[str, Any]] | None:
         if last or self.mode == "text":
             return None
-        return self._tool_definitions()
+        return self.tools.definitions()
 
     def count(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None) -> int:
         """Estimated tokens of a request with these messages and tools."""
