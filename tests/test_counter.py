@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from twinny_magics.budget import PromptCounter, TokenEstimator, message_text
+from twinny_magics.budget import PromptCounter, TokenEstimator, message_text, tools_text
 
+SYSTEM = "You read files and answer. " * 12
 TOOLS = [{"type": "function", "function": {"name": "grep", "description": "d" * 300, "parameters": {}}}]
 
 
@@ -24,9 +25,50 @@ def exact_counter(rendered: list[dict[str, Any]], per_char: float = 0.25) -> Pro
 
 def test_with_nothing_counted_yet_it_sums_its_message_estimates_and_the_tools() -> None:
     counter = PromptCounter(TokenEstimator())
-    rendered = [msg("system", "s" * 330), msg("user", "q" * 33)]
-    assert counter.count(rendered) == TokenEstimator().tokens(330 + 16) + TokenEstimator().tokens(33 + 16)
-    assert counter.count(rendered, TOOLS) > counter.count(rendered)
+    rendered = [msg("system", SYSTEM), msg("user", "Where is the server started?")]
+    expected = sum(counter.text.tokens(m["content"]) + counter.message_overhead for m in rendered)
+    assert counter.count(rendered) == expected
+    assert counter.count(rendered, TOOLS) == expected + counter.text.tokens(tools_text(TOOLS))
+
+
+def test_without_exact_counts_a_trimmed_result_is_taken_off_at_what_it_was_measured_to_weigh() -> None:
+    counter = PromptCounter(TokenEstimator())
+    first = [msg("system", SYSTEM), msg("user", "Where is the server started?")]
+    counter.observe(first, None, 90)
+    result = msg("user", "server.py:12: def start_server(port: int) -> None:\n" * 40)
+    estimated = counter.message_tokens(result)
+    grown = [*first, msg("assistant", "grep start_server"), result]
+    counter.observe(grown, None, 90 + 12 + 3000)  # the result weighed far more than its estimate
+    assert counter.message_tokens(result) > 2 * estimated  # the ledger now holds its measured weight
+    stub = msg("user", "server.py:12: def start_server(port: int) -> None:\n[trimmed]")
+    trimmed = [*grown[:3], stub]
+    # Taken off at its measured weight: the estimate of what is left is near the 102 tokens before it.
+    assert counter.count(trimmed) < 102 + counter.message_tokens(stub) + 25
+
+
+def test_without_exact_counts_tools_the_template_drops_are_told_apart_by_the_count() -> None:
+    counter = PromptCounter(TokenEstimator())
+    first = [msg("system", SYSTEM), msg("user", "Where is the server started?")]
+    tools = [{"type": "function", "function": {"name": "grep", "description": "Find text. " * 80}}]
+    counter.observe(first, tools, counter.count(first))  # nothing left over for the tool definitions
+    assert counter.tools_rendered is False
+    assert counter.count(first, tools) == counter.count(first, None)
+    other = PromptCounter(TokenEstimator())
+    other.observe(first, tools, other.count(first, tools))
+    assert other.tools_rendered is True
+
+
+def test_the_features_factor_learns_a_denser_vocabulary_from_the_counts() -> None:
+    counter = PromptCounter(TokenEstimator())
+    first = [msg("system", SYSTEM), msg("user", "Where is the server started?")]
+    counter.observe(first, None, 90)
+    before = counter.text.factor
+    text = "The server starts in main.py and listens on port 8080 for requests. " * 60
+    added = [msg("assistant", "read main.py"), msg("user", text)]
+    weight = counter.message_tokens(added[1])
+    counter.observe([*first, *added], None, 90 + 10 + 3 * weight)  # three times what was estimated
+    assert counter.text.factor > before
+    assert counter.message_tokens(msg("user", text + " again")) > 1.3 * weight
 
 
 def test_a_request_that_adds_a_message_is_the_last_count_plus_that_message() -> None:

@@ -219,12 +219,22 @@ def test_tool_history_refused_on_the_last_request_is_said_once_as_plain_text() -
     assert reply.requests[-1].retried == "tool history"
 
 
+@dataclass
+class ProseTools(Tools):
+    """Results of long common words: about 12 characters a token to any estimate from their text."""
+
+    async def run(self, call: ToolCall) -> Output:
+        self.ran.append(call)
+        return Output(("information " * 1000)[: self.size])
+
+
 def test_a_too_long_refusal_teaches_the_estimator_trims_and_retries_once() -> None:
-    # The server counts 1 character a token, denser than the estimate may ever learn (it stops at 2).
-    server = ScriptedServer([Scripted("", (grep(f"p{n}"),)) for n in range(4)] + ["ok"], window=3000)
+    # The server counts a token a character, denser than the estimate may ever learn (the ratio stops at
+    # 2 characters a token, the features' factor at twice their estimate).
+    server = ScriptedServer([Scripted("", (grep(f"p{n}"),)) for n in range(4)] + ["ok"], window=2800)
     server.chars_per_token = 1.0
     server.tokenizes = False  # with exact counts the estimate would never be wrong enough
-    loop = Loop(server, Tools(size=2600))
+    loop = Loop(server, ProseTools(size=2600))
     reply, _ = run(loop)
     retried = [r for r in reply.requests if r.retried == "too long"]
     assert retried

@@ -64,7 +64,7 @@ def test_importing_the_package_does_not_load_httpx_or_the_loop() -> None:
 
 
 def test_the_pure_core_imports_neither_httpx_nor_ipython() -> None:
-    modules = "budget, conversation, events, notes, protocol, errors"
+    modules = "budget, text_tokens, conversation, events, notes, protocol, errors"
     code = (
         f"import sys; from twinny_magics import {modules}; "
         "print(sorted(m for m in ('httpx', 'IPython', 'ipywidgets', 'asyncio') if m in sys.modules))"

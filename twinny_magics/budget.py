@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .conversation import Message, Mode, ToolResult, render
+from .text_tokens import TextTokens
 
 #: Where the estimate starts: 3.3 characters a token errs towards too many tokens, since code, paths,
 #: JSON and logs run denser than prose. Too many is the safe side: it trims a little early instead of
@@ -184,16 +185,22 @@ class PromptCounter:
     (listings, logs, CSS) moves the true count far from any average, and a template that ignores the
     tool definitions makes the first ratio meaningless. But the server reports the exact size of every
     prompt it read, and the next request is that prompt plus a few messages (less what trimming cut). So
-    the estimate stands on that count and estimates only the difference, each message on its own: exactly
-    where the server can tokenize (llama.cpp's ``/tokenize``; the loop asks for each new message before a
-    request, into ``exact``), else at the estimator's ratio. The ratio is taught by the new text alone
-    (its characters against the tokens the count grew by), which is the text the next estimate is about.
-    ``benchmarks/bench_estimator.py`` measures this against the alternatives.
+    the estimate stands on that count and estimates only the difference, each message on its own:
+    exactly where the server can tokenize (llama.cpp's ``/tokenize``; the loop asks for each new message
+    before a request, into ``exact``), else from the text's features (:class:`TextTokens`: words,
+    digits, punctuation runs, weighed as a byte-level BPE vocabulary weighs them, times a factor learned
+    from the counts). What a message was measured to weigh is kept in a ledger: the server's growth from
+    one request to the next, shared among the messages it added; trimming a result then takes off what
+    it weighed, not an estimate of it. ``estimator`` (the ratio) learns from the same new text and is
+    what is shown. ``benchmarks/bench_estimator.py`` measures this against the alternatives.
     """
 
-    def __init__(self, estimator: TokenEstimator) -> None:
+    def __init__(self, estimator: TokenEstimator, text: TextTokens | None = None) -> None:
         self.estimator = estimator
+        self.text = text if text is not None else TextTokens()
         self.exact: dict[str, int] = {}
+        #: What each message of the last counted request weighed, measured (keyed by the message).
+        self.ledger: dict[str, int] = {}
         self._anchor: _Anchor | None = None
         #: Whether the server's template renders the tool definitions (None until a count says).
         self.tools_rendered: bool | None = None
@@ -209,10 +216,14 @@ class PromptCounter:
         return self._anchor is not None
 
     def message_tokens(self, message: dict[str, Any]) -> int:
-        """One rendered message's tokens: exact where known, else estimated."""
-        exact = self.exact.get(message_text(message))
+        """One rendered message's tokens: exact where known, else measured (the ledger), else estimated."""
+        text = message_text(message)
+        exact = self.exact.get(text)
         if exact is None:
-            return self.estimator.tokens(message_chars(message))
+            measured = self.ledger.get(_key(message)) if self.ledger else None
+            if measured is not None:
+                return measured
+            exact = self.text.tokens(text)
         calls = len(message.get("tool_calls") or ())
         if not calls:
             return exact + self.message_overhead
@@ -227,7 +238,7 @@ class PromptCounter:
         if not text:
             return 0
         exact = self.exact.get(text)
-        return exact if exact is not None else self.estimator.tokens(len(text))
+        return exact if exact is not None else self.text.tokens(text)
 
     def count(self, rendered: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> int:
         """Estimated prompt tokens of a request with these rendered messages and tools."""
@@ -236,7 +247,7 @@ class PromptCounter:
         anchor = self._anchor
         shared = 0 if anchor is None else _shared_prefix(anchor.keys, [_key(m) for m in rendered])
         if anchor is None or shared == 0:
-            return sum(parts) + tools_now
+            return sum(parts) + (0 if self.tools_rendered is False else tools_now)
         gone = sum(self.message_tokens(m) for m in anchor.rendered[shared:])
         estimate = anchor.prompt_tokens - gone + sum(parts[shared:]) + self._tools_change(tools_now, anchor)
         # Whatever the counts said, no text runs denser than MAX_RATIO characters a token.
@@ -268,23 +279,49 @@ class PromptCounter:
         anchor = self._anchor
         shared = 0 if anchor is None else _shared_prefix(anchor.keys, list(keys))
         if anchor is None or shared == 0:
-            if tools_now and all(message_text(m) in self.exact for m in rendered):
-                # Every message counted exactly: what is left of the count is the tools (or nothing).
+            every_exact = all(message_text(m) in self.exact for m in rendered)
+            if tools_now and (every_exact or self.tools_rendered is None):
+                # What is left of the count beyond the messages is the tools, or nothing: told apart by
+                # exact counts, or (less surely, so only once) by the messages' estimates.
                 rest = prompt_tokens - sum(self.message_tokens(m) for m in rendered)
                 self.tools_rendered = rest > tools_now / 2
+            added = list(rendered)
             new_chars = sum(message_chars(m) for m in rendered)
+            new_tokens = prompt_tokens
+            text_tokens = prompt_tokens
             if self.tools_rendered is not False:
                 new_chars += len(tools_text(tools))
-            new_tokens = prompt_tokens
+                text_tokens -= tools_now
+            ledger: dict[str, int] = {}
         else:
             base = anchor.prompt_tokens - sum(self.message_tokens(m) for m in anchor.rendered[shared:])
             base += self._tools_change(tools_now, anchor)  # not new text: the ratio is about messages
-            new_chars = sum(message_chars(m) for m in rendered[shared:])
-            new_tokens = prompt_tokens - base
-            self._learn_overhead(rendered[shared:], new_tokens)
+            added = list(rendered[shared:])
+            new_chars = sum(message_chars(m) for m in added)
+            new_tokens = text_tokens = prompt_tokens - base
+            self._learn_overhead(added, new_tokens)
+            kept = zip(keys[:shared], rendered[:shared], strict=True)
+            ledger = {key: self.message_tokens(m) for key, m in kept}
         if new_tokens > 0:
             self.estimator.observe(new_chars, new_tokens)
+        self._learn_text(added, text_tokens)
+        self.ledger = {**ledger, **self._share_out(added, text_tokens)}
         self._anchor = _Anchor(keys, tuple(rendered), tools_now, prompt_tokens)
+
+    def _learn_text(self, added: Sequence[dict[str, Any]], tokens: int) -> None:
+        """Teach the features' factor from messages none of which was counted exactly."""
+        if not added or any(message_text(m) in self.exact for m in added):
+            return
+        calls = sum(len(m.get("tool_calls") or ()) for m in added)
+        counted = tokens - self.message_overhead * len(added) - CALL_OVERHEAD_TOKENS * calls
+        self.text.observe(sum(self.text.raw(message_text(m)) for m in added), counted)
+
+    def _share_out(self, added: Sequence[dict[str, Any]], tokens: int) -> dict[str, int]:
+        """The new messages' ledger entries: the count's growth shared in proportion to their estimates."""
+        estimates = [self.message_tokens(m) for m in added]
+        total = sum(estimates)
+        scale = tokens / total if total > 0 and tokens > 0 else 1.0
+        return {_key(m): max(1, round(e * scale)) for m, e in zip(added, estimates, strict=True)}
 
     def _learn_overhead(self, added: Sequence[dict[str, Any]], tokens: int) -> None:
         # Only from messages whose every part was counted exactly; what is left is the template's.
