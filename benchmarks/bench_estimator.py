@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.util
-import itertools
 import json
 import math
 import random
@@ -59,6 +58,7 @@ from estimator_corpus import (
 from twinny_magics.budget import (
     DEFAULT_CHARS_PER_TOKEN,
     MESSAGE_OVERHEAD_CHARS,
+    PromptCounter,
     TokenEstimator,
     request_chars,
     trimmed_stub,
@@ -73,6 +73,7 @@ from twinny_magics.conversation import (
     tool_result,
     user,
 )
+from twinny_magics.text_tokens import FEATURES, TextTokens, fit_weights, text_features
 
 RESULTS = Path(__file__).resolve().parent / "results_estimator.json"
 REQUESTS = 12
@@ -229,78 +230,7 @@ def extra_tokenizers() -> list[Tokenizer]:
         return []
 
 
-# -- text features: a tokenizer-shaped description of a text, without a vocabulary ---------------------
-
-# Splits text roughly as byte-level BPE pre-tokenizers do (GPT-2 / Llama / SmolLM2 / Qwen family):
-# a word with its leading space, single digits, runs of punctuation, runs of non-ASCII, whitespace.
-PRETOKEN = re.compile(
-    r"'(?:s|t|re|ve|m|ll|d)| ?[A-Za-z]+| ?[0-9]| ?[^\sA-Za-z0-9\x80-\U0010ffff]+"
-    r"|[\x80-\U0010ffff]+|\s+(?!\S)|\s+"
-)
-FEATURES = (
-    "short_words",  # 1-3 letters: nearly always one token
-    "mid_words",  # 4-7 letters: one token when common, two when not
-    "long_words",  # 8+ letters
-    "long_excess",  # letters beyond 8: long words split into pieces
-    "capital_excess",  # letters beyond 4 of Capitalised words: names are rarer than words
-    "no_space_words",  # words not after a space (after punctuation, a newline): fewer merges
-    "inner_capitals",  # camelCase humps: each is usually a token boundary
-    "digits",  # digits are single tokens in these tokenizers
-    "punct_runs",
-    "punct_chars",
-    "whitespace_runs",
-    "non_ascii",  # characters outside ASCII: 1-3 tokens each
-    "non_ascii_repeats",  # repeated ones (progress bars) rarely merge
-)
-
-
-def text_features(text: str) -> list[float]:
-    """Counts of :data:`FEATURES` in ``text``."""
-    f = [0.0] * len(FEATURES)
-    for match in PRETOKEN.finditer(text):
-        token = match.group()
-        core = token.lstrip(" ")
-        first = core[:1]
-        if first.isascii() and first.isalpha():
-            size = len(core)
-            f[0 if size <= 3 else 1 if size <= 7 else 2] += 1
-            f[3] += max(0, size - 8)
-            if first.isupper() and not core.isupper():
-                f[4] += max(0, size - 4)
-            f[5] += token == core
-            f[6] += sum(1 for ch in core[1:] if ch.isupper())
-        elif first.isdigit():
-            f[7] += 1
-        elif first and not first.isascii():
-            f[11] += len(core)
-            f[12] += sum(1 for a, b in itertools.pairwise(core) if a == b)
-        elif core and not core.isspace():
-            f[8] += 1
-            f[9] += len(core)
-        else:
-            f[10] += 1
-    return f
-
-
-def fit_weights(rows: Sequence[Sequence[float]], tokens: Sequence[int], sweeps: int = 3000) -> list[float]:
-    """Non-negative weights w minimising the squared *relative* error of ``rows · w`` against ``tokens``.
-
-    Relative, so that a 300-character piece counts as much as a 6,000-character one; non-negative, so
-    that no feature can be worth minus tokens (which would extrapolate badly). Projected coordinate
-    descent on the normal equations: a dozen features need no numeric library.
-    """
-    n = len(FEATURES)
-    scaled = [[x / y for x in row] for row, y in zip(rows, tokens, strict=True) if y > 0]
-    gram = [[sum(r[i] * r[j] for r in scaled) for j in range(n)] for i in range(n)]
-    rhs = [sum(r[i] for r in scaled) for i in range(n)]
-    w = [0.0] * n
-    for _ in range(sweeps):
-        for i in range(n):
-            if gram[i][i] <= 0:
-                continue
-            residual = rhs[i] - sum(gram[i][j] * w[j] for j in range(n))
-            w[i] = max(0.0, w[i] + residual / gram[i][i])
-    return w
+# -- text features: twinny_magics.text_tokens (what the package ships) ------------------------------------
 
 
 # -- kinds: a simple classifier and a per-kind table ----------------------------------------------------
@@ -350,7 +280,8 @@ class KindModel:
         )
 
     def feature_tokens(self, text: str) -> float:
-        return sum(w * x for w, x in zip(self.weights, text_features(text), strict=True))
+        row = text_features(text)
+        return row[-1] + sum(w * x for w, x in zip(self.weights, row, strict=False))
 
 
 def train_kind_model(pieces: Sequence[Piece], tokens: Sequence[int]) -> KindModel:
@@ -772,6 +703,34 @@ class AnchoredFeaturesCalibrated(Anchored):
         super().observe(request)
 
 
+class Package:
+    """The package's own estimate on a server without ``/tokenize``: ``PromptCounter`` as the loop runs it.
+
+    Features weighed by ``weights`` (the fold's own fit, or the SmolLM2 weights the package ships),
+    the factor learned from the counts, the ledger. The messages are given as the loop renders them;
+    their roles do not matter to the counter.
+    """
+
+    def __init__(self, name: str, weights: dict[str, float] | None = None) -> None:
+        self.name = name
+        self.weights = weights
+        self.reset()
+
+    def reset(self) -> None:
+        text = TextTokens(self.weights) if self.weights is not None else TextTokens()
+        self.counter = PromptCounter(TokenEstimator(), text)
+
+    @staticmethod
+    def _rendered(request: Request) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": c} for c in request.contents]
+
+    def estimate(self, request: Request) -> float:
+        return self.counter.count(self._rendered(request))
+
+    def observe(self, request: Request) -> None:
+        self.counter.observe(self._rendered(request), None, request.true)
+
+
 def strategies(model: KindModel, tokenizer: Tokenizer, shipped: KindModel | None = None) -> list[Strategy]:
     """Every strategy, with ``model`` trained on the half of the corpus the conversations do not use.
 
@@ -798,7 +757,12 @@ def strategies(model: KindModel, tokenizer: Tokenizer, shipped: KindModel | None
         Anchored("features + ledger", model.feature_tokens, ledger=True),
         Anchored("features + ledger + 5%", model.feature_tokens, margin=0.05, ledger=True),
         Anchored("features + ledger + 10%", model.feature_tokens, margin=0.10, ledger=True),
+        Package(
+            "package: PromptCounter, weights of this fold", dict(zip(FEATURES, model.weights, strict=True))
+        ),
     ]
+    if shipped is None:
+        rows.append(Package("package: PromptCounter as shipped (in-sample)"))
     if shipped is not None:
         # Prior 2,000 tokens: the best trade found (0 swings the factor on one odd result and
         # underestimates; more hardly calibrates within 12 requests).
@@ -806,6 +770,7 @@ def strategies(model: KindModel, tokenizer: Tokenizer, shipped: KindModel | None
             Anchored("SmolLM2 features + ledger", shipped.feature_tokens, ledger=True),
             AnchoredFeaturesCalibrated(shipped, label="SmolLM2 features", prior=2000),
             AnchoredFeaturesCalibrated(shipped, label="SmolLM2 features", prior=2000, margin=0.05),
+            Package("package: PromptCounter as shipped (SmolLM2 weights)"),
         ]
     return rows
 
