@@ -191,6 +191,35 @@ def test_options_that_define_the_session_make_a_new_one_and_others_do_not(ip: In
     assert [m["model"] for m in factory.made] == [None, "other"]
 
 
+def test_temperature_goes_with_the_cells_requests_and_unset_is_the_servers_default(
+    ip: InteractiveShell,
+) -> None:
+    factory = Factory()
+    magics(ip).session_factory = factory
+    ask(ip, "one", "--temperature 0.2")
+    session = ip.run_line_magic("agent", "")
+    server = session.server
+    assert [r.temperature for r in server.requests] == [0.2]
+    ask(ip, "two")
+    assert server.requests[-1].temperature is None  # the line option was for its cell only
+    ip.run_line_magic("config", "TwinnyMagics.temperature = 0.7")
+    ask(ip, "three")
+    assert server.requests[-1].temperature == 0.7
+    assert ip.run_line_magic("agent", "") is session
+    with pytest.raises(UsageError, match="from 0 to 2"):
+        ip.run_cell_magic("agent", "--temperature 5", "four")
+    assert len(server.requests) == 3
+
+
+def test_an_adopted_sessions_temperature_is_its_own_between_cells(ip: InteractiveShell) -> None:
+    server = ScriptedServer([ANSWER, ANSWER])
+    session = adopt(ip, server, temperature=0.1)
+    ask(ip, "one", "--temperature 0.9")
+    ask(ip, "two")
+    assert [r.temperature for r in server.requests] == [0.9, 0.1]
+    assert session.settings.temperature == 0.1
+
+
 def test_new_on_the_line_starts_a_new_session(ip: InteractiveShell) -> None:
     factory = Factory()
     magics(ip).session_factory = factory

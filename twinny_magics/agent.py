@@ -138,9 +138,17 @@ class Agent:
         edits: EditsMode | None = None,
         commands: CommandsMode | None = None,
         grammar: GrammarSetting | None = None,
+        temperature: float | _Unset | None = _UNSET,
         approve: Approve | _Unset | None = _UNSET,
     ) -> None:
-        """Change how the next replies run; the session (server, notes, estimate) stays."""
+        """Change how the next replies run; the session (server, notes, estimate) stays.
+
+        ``temperature=None`` means the server's default; leaving it out leaves it as it is.
+        """
+        if temperature is not None and not isinstance(temperature, _Unset) and not 0 <= temperature <= 2:
+            raise ValueError(f"temperature {temperature:g}: give one from 0 to 2.")
+        if not isinstance(temperature, _Unset):
+            self.settings = replace(self.settings, temperature=temperature)
         if steps is not None:
             self.settings = replace(self.settings, steps=steps)
         if grammar is not None:

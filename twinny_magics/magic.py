@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 #: The options that make a different session when they change.
 SESSION_OPTIONS = ("server", "model", "kind", "workspace", "window", "api_key", "timeout")
 #: The options that apply to one cell of the same session.
-TURN_OPTIONS = ("mode", "steps", "edits", "commands", "grammar")
+TURN_OPTIONS = ("mode", "steps", "edits", "commands", "grammar", "temperature")
 SUBCOMMANDS = "status, reset, new, plan N, apply [N…], discard [N…], use NAME"
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -74,6 +74,9 @@ class TwinnyMagics(Magics):
         ["auto", "off", "answer-or-call", "call-first"],
         "auto",
         help="Shape text-mode replies on llama.cpp with a grammar (auto: call-first on the embedded server).",
+    ).tag(config=True)
+    temperature = Float(
+        None, allow_none=True, help="The sampling temperature sent with each request; unset: the server's."
     ).tag(config=True)
     window = Int(
         None, allow_none=True, help="The window to load the model with (Ollama num_ctx, the embedded server)."
@@ -122,6 +125,7 @@ class TwinnyMagics(Magics):
         choices=["auto", "off", "answer-or-call", "call-first"],
         help="llama.cpp, text mode: replies shaped as an answer or one well-formed call",
     )
+    @argument("--temperature", type=float, metavar="T", help="sampling temperature (default: the server's)")
     @argument("--window", type=int, metavar="N", help="load the model with an N-token window")
     @argument("--workspace", metavar="DIR", help="the folder the tools see (default: the notebook's)")
     @argument("--api-key", dest="api_key", metavar="KEY", help="sent as a Bearer token")
@@ -159,6 +163,8 @@ class TwinnyMagics(Magics):
         question = cell.strip()
         if not question:
             raise UsageError("Write the question in the cell, under the %%agent line.")
+        if args.temperature is not None and not 0 <= args.temperature <= 2:
+            raise UsageError(f"--temperature {args.temperature:g}: give one from 0 to 2.")
         given = {name: getattr(args, name) for name in (*SESSION_OPTIONS, *TURN_OPTIONS)}
         given = {name: value for name, value in given.items() if value is not None}
         options = {**self._defaults(), **given}
@@ -263,6 +269,7 @@ class TwinnyMagics(Magics):
             edits=options["edits"],
             commands=options["commands"],
             grammar=options["grammar"],
+            temperature=options["temperature"],
             approve=self._approver() if self._manage_approvals else None,
             namespace=self.shell.user_ns if self.shell is not None else None,
         )
@@ -295,13 +302,15 @@ class TwinnyMagics(Magics):
         return await view.approve(command)
 
     def _tune(self, session: Agent, options: dict[str, Any]) -> None:
-        """Apply one cell's turn options (mode, steps, edits, commands) to the session."""
+        """Apply one cell's turn options (mode, steps, edits, commands, grammar, temperature)."""
         session.configure(
             mode=options.get("mode"),
             steps=options.get("steps"),
             edits=options.get("edits"),
             commands=options.get("commands"),
             grammar=options.get("grammar"),
+            # Unset is a setting of its own (the server's default), so it is always passed.
+            temperature=options.get("temperature"),
         )
 
     @staticmethod
@@ -412,6 +421,7 @@ class TwinnyMagics(Magics):
             "edits": session.edits,
             "commands": session.commands,
             "grammar": session.settings.grammar,
+            "temperature": session.settings.temperature,
         }
         print(f"%%agent cells now use {rest[0]}: {session!r}")
 
