@@ -299,6 +299,32 @@ def test_a_reply_with_a_lone_surrogate_escape_leaves_the_session_usable(
     assert_next_cell_answers(ip, server)
 
 
+def test_a_lone_surrogate_reaches_the_notebook_as_outputs_the_kernel_can_send(
+    ip: InteractiveShell, server: HostileServer
+) -> None:
+    """The kernel sends every output as UTF-8 JSON (``json_packer``); a lone surrogate would lose it."""
+    from jupyter_client.session import json_packer
+
+    server.queue(
+        Answer(
+            pieces=[
+                b'data: {"choices": [{"delta": {"content": "odd \\udc80\\ud800 text"}}]}\n\n',
+                *text_pieces("")[-3:],
+            ]
+        )
+    )
+    source = f"%%agent --server {server.url} --kind llamacpp --model {MODEL}\nHello?\n"
+    with capture_output() as captured:
+        assert ip.run_cell(source).success
+        assert ip.run_cell("%agent").success  # the session's own repr, with the reply in it
+    assert captured.outputs
+    for output in captured.outputs:
+        json_packer(output.data)  # raises on text UTF-8 cannot carry
+    assert any("odd ??" in output.data.get("text/plain", "") for output in captured.outputs)
+    session = ip.run_line_magic("agent", "")
+    assert "\ud800" in session.replies[-1].text  # the session keeps what came; only the display is mended
+
+
 def test_a_missing_usage_chunk_still_answers_and_teaches_the_estimator_nothing(
     ip: InteractiveShell, server: HostileServer
 ) -> None:

@@ -33,6 +33,20 @@ FONT = "font-family: var(--jp-ui-font-family, sans-serif); font-size: 12px;"
 MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px;"
 
 
+def sendable(text: str) -> str:
+    """``text`` with what UTF-8 cannot carry (lone surrogates) replaced by ``?``.
+
+    A model may stream ``"\\ud800"`` (valid JSON, no character) and a file name that is not UTF-8 comes
+    out of ``os.scandir`` as one; the kernel sends outputs as UTF-8 JSON and fails on them, losing the
+    output. The session keeps the text as it came; only what is shown is mended.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
 def esc(text: object) -> str:
     """HTML-escaped text."""
     return html.escape(str(text), quote=True)
@@ -355,9 +369,13 @@ _REPRS: tuple[tuple[str, str, Callable[[Any], str], Callable[[Any], str]], ...] 
 
 def _pretty(text_of: Callable[[Any], str]) -> Callable[[Any, Any, bool], None]:
     def printer(obj: Any, p: Any, cycle: bool) -> None:
-        p.text(text_of(obj))
+        p.text(sendable(text_of(obj)))
 
     return printer
+
+
+def _sendable_html(html_of: Callable[[Any], str]) -> Callable[[Any], str]:
+    return lambda obj: sendable(html_of(obj))
 
 
 def register(shell: InteractiveShell) -> None:
@@ -366,7 +384,7 @@ def register(shell: InteractiveShell) -> None:
         return
     formatters = shell.display_formatter.formatters
     for module, name, to_html, to_text in _REPRS:
-        formatters["text/html"].for_type_by_name(module, name, to_html)
+        formatters["text/html"].for_type_by_name(module, name, _sendable_html(to_html))
         formatters["text/plain"].for_type_by_name(module, name, _pretty(to_text))
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twinny_magics.conversation import ToolCall, ToolResult
-from twinny_magics.reprs import FONT, MONO, WindowPicture, esc, n
+from twinny_magics.reprs import FONT, MONO, WindowPicture, esc, n, sendable
 
 NOTICE_COLOURS = {"warning": "#b8860b", "fallback": "#2a7ab8", "error": "#c62828"}
 NOTICE_MARKS = {"warning": "⚠", "fallback": "↺", "error": "✖"}
@@ -32,7 +32,7 @@ class Item:
         raise NotImplementedError
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/plain": self.text(), "text/html": self.html()}
+        return {"text/plain": sendable(self.text()), "text/html": sendable(self.html())}
 
 
 @dataclass
@@ -177,7 +177,8 @@ class TextItem(Item):
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         # Markdown, not HTML: JupyterLab ranks text/html above text/markdown and would show it raw.
-        return {"text/markdown": self.body or " ", "text/plain": self.body}
+        body = sendable(self.body)
+        return {"text/markdown": body or " ", "text/plain": body}
 
 
 @dataclass

@@ -44,7 +44,7 @@ from twinny_magics.events import (
     TextDelta,
     UsageReported,
 )
-from twinny_magics.reprs import WindowPicture, n
+from twinny_magics.reprs import WindowPicture, n, sendable
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class ReplyView:
         if self.style != "text":
             return
         write = self._write or sys.stdout.write
-        write(text + end)
+        write(sendable(text + end))
         flush = getattr(sys.stdout, "flush", None)
         if self._write is None and flush is not None:
             flush()
@@ -514,7 +514,7 @@ class ReplyView:
             return "".join(item.html() for item in self.items)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/plain": self.text(), "text/html": self.html()}
+        return {"text/plain": sendable(self.text()), "text/html": sendable(self.html())}
 
 
 def _terminal(text: str) -> str:
