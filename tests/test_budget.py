@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twinny_magics.budget import (
+    MIN_FITTED_RESULT_CHARS,
     TRIMMED_NOTE,
     ContextPlan,
     TokenEstimator,
+    chars_that_fit,
     cut_result,
     fit,
     plan_context,
@@ -274,3 +276,17 @@ def test_when_stubs_alone_overflow_old_steps_are_dropped_whole_and_said_in_one_l
             before = [r for r in rendered[:i] if r["role"] == "assistant"]
             assert before
             assert any(c["id"] == m["tool_call_id"] for c in before[-1]["tool_calls"])
+
+
+def test_a_result_that_fits_its_room_keeps_its_length() -> None:
+    assert chars_that_fit("x" * 3000, tokens=900, room=900, max_chars=3000) == 3000
+
+
+def test_a_result_the_room_cannot_hold_is_cut_to_its_share_of_the_room_at_its_own_density() -> None:
+    # 3,000 characters in 1,500 tokens (2 a token); 500 tokens of room hold 1,000, less a tenth.
+    assert chars_that_fit("x" * 3000, tokens=1500, room=500, max_chars=3000) == 900
+
+
+def test_a_result_is_never_cut_to_fit_below_the_least_that_says_something() -> None:
+    assert chars_that_fit("x" * 3000, tokens=1500, room=10, max_chars=3000) == MIN_FITTED_RESULT_CHARS
+    assert chars_that_fit("x" * 3000, tokens=1500, room=-400, max_chars=3000) == MIN_FITTED_RESULT_CHARS

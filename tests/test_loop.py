@@ -228,10 +228,20 @@ class ProseTools(Tools):
         return Output(("information " * 1000)[: self.size])
 
 
+@dataclass
+class Overclaiming(ScriptedServer):
+    """Says it holds ``claims`` tokens, refuses anything over ``window`` (a server restarted smaller)."""
+
+    claims: int = 8192
+
+    async def context_window(self) -> int:
+        return self.claims
+
+
 def test_a_too_long_refusal_teaches_the_estimator_trims_and_retries_once() -> None:
     # The server counts a token a character, denser than the estimate may ever learn (the ratio stops at
-    # 2 characters a token, the features' factor at twice their estimate).
-    server = ScriptedServer([Scripted("", (grep(f"p{n}"),)) for n in range(4)] + ["ok"], window=2800)
+    # 2 characters a token), and holds less than it says.
+    server = Overclaiming([Scripted("", (grep(f"p{n}"),)) for n in range(4)] + ["ok"], window=3000)
     server.chars_per_token = 1.0
     server.tokenizes = False  # with exact counts the estimate would never be wrong enough
     loop = Loop(server, ProseTools(size=2600))
@@ -239,6 +249,8 @@ def test_a_too_long_refusal_teaches_the_estimator_trims_and_retries_once() -> No
     retried = [r for r in reply.requests if r.retried == "too long"]
     assert retried
     assert loop.estimator.ratio == 2.0
+    assert loop.plan is not None
+    assert loop.plan.window == 3000
     assert reply.text == "ok"
     assert reply.error is None
 
@@ -519,3 +531,22 @@ def test_a_server_that_refuses_the_grammar_is_asked_again_without_it() -> None:
     assert loop.grammar_refused
     assert "grammar" not in server.requests[-1].extra
     assert any(n.kind == "fallback" and "grammar" in n.text for n in reply.notices)
+
+
+def test_a_result_the_window_cannot_hold_is_cut_to_fit_instead_of_trimmed_unseen() -> None:
+    # 2,000 characters of grep lines at 1.5 characters a token are 1,333 tokens: more than a 2,048 window
+    # leaves once the system prompt is in. Trimmed, the model would see one line and "run it again".
+    server = ScriptedServer([Scripted("", (grep("p0"),)), "ok"], window=2048, chars_per_token=1.5)
+    loop = Loop(server, Tools(size=2000))
+    reply, events = run(loop)
+    [result] = reply.steps[0].results
+    assert 320 <= len(result.output) < 2000
+    assert result.cut_chars == 2000 - len(result.output.rsplit("\n[", 1)[0])
+    assert "Ask for less at a time" in result.output
+    assert result.original is not None
+    assert len(result.original) == 2000
+    assert not [e for e in events if isinstance(e, ResultsTrimmed)]  # seen whole, as cut
+    second = server.requests[1].messages
+    assert any(result.output in str(m.get("content")) for m in second)
+    assert reply.requests[1].prompt_tokens is not None
+    assert reply.requests[1].prompt_tokens <= loop.plan.limit  # type: ignore[union-attr]

@@ -382,6 +382,28 @@ def cut_result(text: str, max_chars: int) -> tuple[str, int]:
     return text[:end] + cut_note(left_out), left_out
 
 
+#: A new result is never cut to fit the window below this (the cut note's ~120 characters included):
+#: fewer would tell the model little more than the trimmed stub does.
+MIN_FITTED_RESULT_CHARS = 320
+#: The share of the room a new result may fill: its own estimate may be a little low.
+FITTED_RESULT_SHARE = 0.9
+
+
+def chars_that_fit(text: str, tokens: int, room: int, max_chars: int) -> int:
+    """How many characters of a new result of ``tokens`` tokens fit in ``room`` tokens, at its own density.
+
+    A result the window cannot hold even with every older result trimmed would be trimmed in the very
+    request that brings it, so the model would see only its first line and be told to run the tool
+    again — which brings it back just as long. Cut to what fits instead, with the note to ask for less
+    at a time, the model sees the beginning and knows what to do. ``max_chars`` (the plan's
+    ``result_chars``) stays the most a result may be; :data:`MIN_FITTED_RESULT_CHARS` the least.
+    """
+    if tokens <= room or not text:
+        return max_chars
+    fitting = math.floor(len(text) * max(0, room) / tokens * FITTED_RESULT_SHARE)
+    return max(MIN_FITTED_RESULT_CHARS, min(max_chars, fitting))
+
+
 def trimmed_stub(text: str) -> str:
     """What a trimmed result becomes: its first line (at most 160 chars) and the trimmed note."""
     first = text.split("\n", 1)[0][:TRIMMED_FIRST_LINE]

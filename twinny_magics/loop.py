@@ -20,10 +20,12 @@ from .budget import (
     Fit,
     PromptCounter,
     TokenEstimator,
+    chars_that_fit,
     cut_result,
     fit,
     plan_context,
     request_chars,
+    trimmed_stub,
 )
 from .conversation import Message, Mode, ToolCall, ToolResult, assistant, render, system, tool_result, user
 from .errors import PromptTooLong, ServerError, ToolHistoryRefused, ToolsRefused
@@ -314,7 +316,7 @@ class _Run:
                 reply.text = text.strip()
                 reply.stopped = "answer"
                 break
-            messages = [*messages, *await self._run_calls(record, text, calls, plan)]
+            messages = [*messages, *await self._run_calls(record, text, calls, plan, messages)]
             if problems:
                 record.problems = problems
                 messages.append(user("\n\n".join(problems)))
@@ -486,7 +488,7 @@ class _Run:
         return "".join(parts), (calls, problems)
 
     async def _run_calls(
-        self, record: Step, text: str, parsed: list[ToolCall], plan: ContextPlan
+        self, record: Step, text: str, parsed: list[ToolCall], plan: ContextPlan, before: list[Message]
     ) -> list[Message]:
         """Run a step's calls; return the messages the step adds (its assistant turn and the results)."""
         loop = self.loop
@@ -516,6 +518,9 @@ class _Run:
             if dropped and not native:
                 output += "\n(Only the first call in your message ran: write one call per message.)"
             shown, left_out = cut_result(output, plan.result_chars)
+            room = await self._room_for(call, step, shown, before=before, added=added, plan=plan)
+            if room < len(shown):
+                shown, left_out = cut_result(output, room)
             result = ToolResult(
                 call,
                 shown,
@@ -540,6 +545,34 @@ class _Run:
                 "warning", f"The model asked for {len(calls)} calls at once; {len(dropped)} were not run."
             )
         return added
+
+    async def _room_for(
+        self,
+        call: ToolCall,
+        step: int,
+        shown: str,
+        *,
+        before: Sequence[Message],
+        added: Sequence[Message],
+        plan: ContextPlan,
+    ) -> int:
+        """Characters of a new result the next request can show the model.
+
+        All of it when the request stays under the limit (nothing is trimmed), or when trimming older
+        results makes room for it. Otherwise trimming would take it too, in the very request that
+        brings it: then as much as fits beside everything else trimmed.
+        """
+        loop = self.loop
+        probe = tool_result(ToolResult(call, shown, step))
+        await loop.learn_exact_counts([probe], None)
+        tools = loop._request_tools(False)
+        if loop.count([*before, *added, probe], tools) <= plan.limit:
+            return len(shown)
+        empty = tool_result(ToolResult(call, "", step))
+        tokens = loop.count([probe], None) - loop.count([empty], None)
+        rest = [_stubbed(m) for m in before] + [*added, empty]
+        room = plan.target - loop.count(rest, tools)
+        return chars_that_fit(shown, tokens, room, len(shown))
 
     def _repeat_of(self, call: ToolCall) -> str | None:
         """What to tell the model instead of running a call it already made in this reply, or None."""
@@ -603,6 +636,14 @@ _CHANGES_WORKSPACE = frozenset({"edit_file", "create_file", "run_command"})
 
 def _refuses_grammar(error: ServerError) -> bool:
     return error.status == 400 and "grammar" in f"{error} {error.body or ''}".lower()
+
+
+def _stubbed(message: Message) -> Message:
+    """``message`` as the deepest trimming would leave it (a result becomes its stub)."""
+    result = message.result
+    if result is None or result.trimmed:
+        return message
+    return message.with_result(replace(result, output=trimmed_stub(result.output), trimmed=True))
 
 
 def _signature(call: ToolCall) -> tuple[str, str]:
