@@ -127,3 +127,26 @@ def test_a_new_turn_that_offers_the_tools_again_does_not_spoil_the_ratio(rendere
     counter.observe(again, TOOLS, 160 - 35 + 120 + tools_tokens)
     assert abs(counter.estimator.ratio - ratio) < 2.5
     assert counter.estimator.ratio > 2.0
+
+
+def test_old_steps_are_taken_off_at_what_the_counts_measured_not_at_the_estimate() -> None:
+    # The server adds 2 tokens around each message and 5 at the start; the estimate believes 9.
+    def true_count(rendered: list[dict[str, Any]]) -> int:
+        return 5 + sum(round(len(message_text(m)) * 0.25) + 2 for m in rendered)
+
+    request = [msg("system", "s" * 400), msg("user", "q" * 100)]
+    counter = exact_counter(request)
+    counter.observe(request, None, true_count(request))
+    for step in range(8):
+        added = [msg("assistant", f"call {step} " + "a" * 80), msg("user", f"result {step} " + "r" * 800)]
+        for m in added:
+            counter.exact[message_text(m)] = round(len(message_text(m)) * 0.25)
+        request = [*request, *added]
+        counter.observe(request, None, true_count(request))
+    counter.message_overhead = 9  # mislearned (rounded up at every step, say)
+    note = msg("user", "[Earlier steps of this reply were dropped to fit the window (steps 1-6).]")
+    counter.exact[message_text(note)] = round(len(message_text(note)) * 0.25)
+    dropped = [request[0], request[1], note, *request[14:]]  # twelve old messages go, one note comes
+    # Taken off at the estimate (9 a message) the request would be believed 84 tokens smaller than it is.
+    assert counter.count(dropped) >= true_count(dropped)
+    assert counter.count(dropped) <= true_count(dropped) + 9

@@ -216,13 +216,23 @@ class PromptCounter:
         return self._anchor is not None
 
     def message_tokens(self, message: dict[str, Any]) -> int:
-        """One rendered message's tokens: exact where known, else measured (the ledger), else estimated."""
+        """One rendered message's tokens: what a count measured it to weigh (the ledger), else new.
+
+        Measured first, for taking a message off as much as for keeping it: the template's share of a
+        message is estimated for a new one (rounded up, the safe side for adding), and taking a dozen old
+        steps off at those estimates would leave the request believed smaller than it is.
+        """
+        if self.ledger:
+            measured = self.ledger.get(_key(message))
+            if measured is not None:
+                return measured
+        return self._new_message_tokens(message)
+
+    def _new_message_tokens(self, message: dict[str, Any]) -> int:
+        """A message no count has weighed: its text exact where known, else estimated, and the template's."""
         text = message_text(message)
         exact = self.exact.get(text)
         if exact is None:
-            measured = self.ledger.get(_key(message)) if self.ledger else None
-            if measured is not None:
-                return measured
             exact = self.text.tokens(text)
         calls = len(message.get("tool_calls") or ())
         if not calls:
@@ -296,16 +306,23 @@ class PromptCounter:
         else:
             base = anchor.prompt_tokens - sum(self.message_tokens(m) for m in anchor.rendered[shared:])
             base += self._tools_change(tools_now, anchor)  # not new text: the ratio is about messages
-            added = list(rendered[shared:])
+            # Messages sent again unchanged below an edit keep what they were measured to weigh; the
+            # rest of the growth is the new messages' (unless the counts disagree: then all share it).
+            again = {k: self.ledger[k] for k in keys[shared:] if k in self.ledger}
+            added = [m for k, m in zip(keys[shared:], rendered[shared:], strict=True) if k not in again]
+            new_tokens = text_tokens = prompt_tokens - base - sum(again.values())
+            if not added or new_tokens <= 0:
+                again = {}
+                added = list(rendered[shared:])
+                new_tokens = text_tokens = prompt_tokens - base
             new_chars = sum(message_chars(m) for m in added)
-            new_tokens = text_tokens = prompt_tokens - base
             self._learn_overhead(added, new_tokens)
             kept = zip(keys[:shared], rendered[:shared], strict=True)
-            ledger = {key: self.message_tokens(m) for key, m in kept}
+            ledger = {key: self.message_tokens(m) for key, m in kept} | again
         if new_tokens > 0:
             self.estimator.observe(new_chars, new_tokens)
         self._learn_text(added, text_tokens)
-        self.ledger = {**ledger, **self._share_out(added, text_tokens)}
+        self.ledger = {**ledger, **self._share_out(added, text_tokens, whole=not ledger)}
         self._anchor = _Anchor(keys, tuple(rendered), tools_now, prompt_tokens)
 
     def _learn_text(self, added: Sequence[dict[str, Any]], tokens: int) -> None:
@@ -316,9 +333,20 @@ class PromptCounter:
         counted = tokens - self.message_overhead * len(added) - CALL_OVERHEAD_TOKENS * calls
         self.text.observe(sum(self.text.raw(message_text(m)) for m in added), counted)
 
-    def _share_out(self, added: Sequence[dict[str, Any]], tokens: int) -> dict[str, int]:
-        """The new messages' ledger entries: the count's growth shared in proportion to their estimates."""
-        estimates = [self.message_tokens(m) for m in added]
+    def _share_out(
+        self, added: Sequence[dict[str, Any]], tokens: int, *, whole: bool = False
+    ) -> dict[str, int]:
+        """The new messages' ledger entries: the count's growth shared in proportion to their estimates.
+
+        ``whole``: the count is of a whole request, which holds tokens of no message (the start of the
+        text, the prompt for the reply): they go to the first message, which is never trimmed, and each
+        other message keeps its estimate — a share of them would make it weigh more than it does, and
+        taking it off later would leave the request believed smaller than it is.
+        """
+        estimates = [self._new_message_tokens(m) for m in added]
+        if whole and added:
+            first = max(1, tokens - sum(estimates[1:]))
+            return {_key(m): e for m, e in zip(added, [first, *estimates[1:]], strict=True)}
         total = sum(estimates)
         scale = tokens / total if total > 0 and tokens > 0 else 1.0
         return {_key(m): max(1, round(e * scale)) for m, e in zip(added, estimates, strict=True)}
@@ -334,7 +362,7 @@ class PromptCounter:
             self.message_overhead = max(0, min(16, math.ceil((tokens - content) / len(added))))
             return
         # Messages with native calls take what is left over; rounded up for the same reason.
-        left = tokens - sum(self.message_tokens(m) for m in added)
+        left = tokens - sum(self._new_message_tokens(m) for m in added)
         self.call_adjustment = max(-4096, min(64, self.call_adjustment + math.ceil(left / len(with_calls))))
 
     def unknown_texts(
