@@ -222,11 +222,12 @@ class PromptCounter:
         message is estimated for a new one (rounded up, the safe side for adding), and taking a dozen old
         steps off at those estimates would leave the request believed smaller than it is.
         """
-        if self.ledger:
-            measured = self.ledger.get(_key(message))
-            if measured is not None:
-                return measured
-        return self._new_message_tokens(message)
+        return self._weight(message, _key(message) if self.ledger else "")
+
+    def _weight(self, message: dict[str, Any], key: str) -> int:
+        """:meth:`message_tokens`, with the message's key already made (it is the costly part)."""
+        measured = self.ledger.get(key)
+        return measured if measured is not None else self._new_message_tokens(message)
 
     def _new_message_tokens(self, message: dict[str, Any]) -> int:
         """A message no count has weighed: its text exact where known, else estimated, and the template's."""
@@ -252,13 +253,17 @@ class PromptCounter:
 
     def count(self, rendered: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> int:
         """Estimated prompt tokens of a request with these rendered messages and tools."""
-        parts = [self.message_tokens(m) for m in rendered]
-        tools_now = self.tools_tokens(tools)
         anchor = self._anchor
-        shared = 0 if anchor is None else _shared_prefix(anchor.keys, [_key(m) for m in rendered])
+        # Without an anchor there is no ledger either, and no key is needed.
+        keys = [_key(m) for m in rendered] if anchor is not None else [""] * len(rendered)
+        parts = [self._weight(m, k) for m, k in zip(rendered, keys, strict=True)]
+        tools_now = self.tools_tokens(tools)
+        shared = 0 if anchor is None else _shared_prefix(anchor.keys, keys)
         if anchor is None or shared == 0:
             return sum(parts) + (0 if self.tools_rendered is False else tools_now)
-        gone = sum(self.message_tokens(m) for m in anchor.rendered[shared:])
+        gone = sum(
+            self._weight(m, k) for m, k in zip(anchor.rendered[shared:], anchor.keys[shared:], strict=True)
+        )
         estimate = anchor.prompt_tokens - gone + sum(parts[shared:]) + self._tools_change(tools_now, anchor)
         # Whatever the counts said, no text runs denser than MAX_RATIO characters a token.
         chars = sum(message_chars(m) for m in rendered)
@@ -293,7 +298,7 @@ class PromptCounter:
             if tools_now and (every_exact or self.tools_rendered is None):
                 # What is left of the count beyond the messages is the tools, or nothing: told apart by
                 # exact counts, or (less surely, so only once) by the messages' estimates.
-                rest = prompt_tokens - sum(self.message_tokens(m) for m in rendered)
+                rest = prompt_tokens - sum(self._weight(m, k) for m, k in zip(rendered, keys, strict=True))
                 self.tools_rendered = rest > tools_now / 2
             added = list(rendered)
             new_chars = sum(message_chars(m) for m in rendered)
@@ -304,7 +309,8 @@ class PromptCounter:
                 text_tokens -= tools_now
             ledger: dict[str, int] = {}
         else:
-            base = anchor.prompt_tokens - sum(self.message_tokens(m) for m in anchor.rendered[shared:])
+            earlier = zip(anchor.rendered[shared:], anchor.keys[shared:], strict=True)
+            base = anchor.prompt_tokens - sum(self._weight(m, k) for m, k in earlier)
             base += self._tools_change(tools_now, anchor)  # not new text: the ratio is about messages
             # Messages sent again unchanged below an edit keep what they were measured to weigh; the
             # rest of the growth is the new messages' (unless the counts disagree: then all share it).
@@ -318,7 +324,7 @@ class PromptCounter:
             new_chars = sum(message_chars(m) for m in added)
             self._learn_overhead(added, new_tokens)
             kept = zip(keys[:shared], rendered[:shared], strict=True)
-            ledger = {key: self.message_tokens(m) for key, m in kept} | again
+            ledger = {key: self._weight(m, key) for key, m in kept} | again
         if new_tokens > 0:
             self.estimator.observe(new_chars, new_tokens)
         self._learn_text(added, text_tokens)
@@ -438,6 +444,14 @@ def trimmed_stub(text: str) -> str:
     return f"{first}\n{TRIMMED_NOTE}"
 
 
+def trim(result: ToolResult) -> ToolResult | None:
+    """``result`` trimmed to its stub, the full text kept; None when the stub would not be shorter."""
+    stub = trimmed_stub(result.output)
+    if len(stub) >= len(result.output):
+        return None  # already as short as a stub: trimming it would save nothing
+    return replace(result, output=stub, original=result.full_text, trimmed=True)
+
+
 # -- fitting a conversation under the limit ----------------------------------------------------------
 
 
@@ -506,12 +520,10 @@ def fit(
                 result = message.result
                 if result is None or result.trimmed or not eligible(result.step):
                     continue
-                stub = trimmed_stub(result.output)
-                if len(stub) >= len(result.output):
-                    continue  # already as short as a stub: trimming it would save nothing
-                trimmed = message.with_result(
-                    replace(result, output=stub, original=result.full_text, trimmed=True)
-                )
+                done = trim(result)
+                if done is None:
+                    continue
+                trimmed = message.with_result(done)
                 estimate -= count([message]) - count([trimmed])
                 current[index] = trimmed
                 trims.append(
@@ -520,7 +532,7 @@ def fit(
                         result.step,
                         result.call.name,
                         len(result.output),
-                        len(stub),
+                        len(done.output),
                         number,
                         result.call.id,
                     )

@@ -139,10 +139,10 @@ def text_features(text: str) -> list[float]:
         elif first.isdigit():
             f[7] += 1
         elif first and not first.isascii():
-            wide = sum(_wide(ch) for ch in core)
-            if wide:
-                f[fixed] += wide
-                core = "".join(ch for ch in core if not _wide(ch))
+            widths = [_wide(ch) for ch in core]
+            if any(widths):
+                f[fixed] += sum(widths)
+                core = "".join(ch for ch, width in zip(core, widths, strict=True) if not width)
             f[11] += len(core)
             f[12] += sum(1 for a, b in itertools.pairwise(core) if a == b)
         elif core and not core.isspace():
