@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The folder is put on the path just above, so that this runs as a plain script.
 from estimator_corpus import GREP_PATTERNS, QUESTIONS, THOUGHTS, Piece
+from stats import quantile
 
 import twinny_magics.loop as loop_module
 from twinny_magics.budget import (
@@ -57,7 +58,7 @@ from twinny_magics.budget import (
     message_chars,
     message_text,
     tools_chars,
-    trimmed_stub,
+    trim,
 )
 from twinny_magics.conversation import Message, Mode, ToolCall
 from twinny_magics.errors import PromptTooLong
@@ -664,12 +665,13 @@ def newest_first(
             result = current[index].result
             if result is None or result.trimmed or not eligible(result.step):
                 continue
-            stub = trimmed_stub(result.output)
-            if len(stub) >= len(result.output):
+            done = trim(result)
+            if done is None:
                 continue
-            done = replace(result, output=stub, original=result.full_text, trimmed=True)
             current[index] = current[index].with_result(done)
-            trims.append(Trim(index, result.step, result.call.name, len(result.output), len(stub), number))
+            trims.append(
+                Trim(index, result.step, result.call.name, len(result.output), len(done.output), number)
+            )
             estimate = count(current)
     return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
 
@@ -819,17 +821,6 @@ def run_variant(
 
 
 # -- summaries -----------------------------------------------------------------------------------------
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile, linearly interpolated (as ``bench_estimator`` computes it)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def errors_of(runs: Sequence[Run]) -> list[float]:

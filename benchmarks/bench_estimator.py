@@ -54,6 +54,7 @@ from estimator_corpus import (
     build_corpus,
     fingerprint,
 )
+from stats import quantile
 
 from twinny_magics.budget import (
     DEFAULT_CHARS_PER_TOKEN,
@@ -61,7 +62,6 @@ from twinny_magics.budget import (
     PromptCounter,
     TokenEstimator,
     request_chars,
-    trimmed_stub,
 )
 from twinny_magics.conversation import (
     Message,
@@ -354,9 +354,8 @@ def simulate(
                 result = message.result
                 if trimmed == wanted or result is None or result.trimmed:
                     continue
-                stub = trimmed_stub(result.output)
-                if len(stub) < len(result.output):
-                    done = ToolResult(result.call, stub, result.step, result.output, trimmed=True)
+                done = trim(result)
+                if done is not None:
                     messages[i] = message.with_result(done)
                     trimmed += 1
         rendered = render(messages, "text")
@@ -778,22 +777,12 @@ def strategies(model: KindModel, tokenizer: Tokenizer, shipped: KindModel | None
 # -- scoring -------------------------------------------------------------------------------------------
 
 
-def _quantile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def summarise(errors: Sequence[float]) -> dict[str, float]:
     """Relative errors (est - true) / true → the four numbers the goal is stated in."""
     absolute = [abs(e) for e in errors]
     return {
         "median": round(statistics.median(absolute), 4),
-        "p95": round(_quantile(absolute, 0.95), 4),
+        "p95": round(quantile(absolute, 0.95), 4),
         "worst_under": round(min(errors), 4),
         "share_under_10": round(sum(e < -0.10 for e in errors) / len(errors), 4),
         "n": len(errors),
@@ -827,7 +816,7 @@ def evaluate(
             "second_only": summarise(buckets["second_only"]),
             "right_after_trim": summarise(buckets["right_after_trim"]),
             "p95_by_request": {
-                str(k): round(_quantile([abs(e) for e in buckets[f"request_{k}"]], 0.95), 4)
+                str(k): round(quantile([abs(e) for e in buckets[f"request_{k}"]], 0.95), 4)
                 for k in range(2, REQUESTS + 1)
             },
         }

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The folder is put on the path just above, so that this runs as a plain script.
 from bench_estimator import ServerTokenizer, llama_server
 from estimator_corpus import KINDS, build_corpus
+from stats import quantile
 
 from twinny_magics.text_tokens import FEATURES, SMOLLM2_WEIGHTS, fit_weights, text_features
 
@@ -34,8 +35,7 @@ def errors(weights: Sequence[float], rows: Sequence[Sequence[float]], tokens: Se
 
 
 def p95(values: Sequence[float]) -> float:
-    ordered = sorted(abs(v) for v in values)
-    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return quantile([abs(v) for v in values], 0.95)
 
 
 def main() -> None:
