@@ -323,8 +323,11 @@ def test_the_session_carries_notes_of_what_ran_into_the_next_question() -> None:
     assert first.text == "In server.js."
     assert 'grep {"pattern": "createServer"}' in agent.notes
     agent.run("Is it tested?")
-    question = server.requests[-1].messages[-1]["content"]
-    assert question.index('grep {"pattern": "createServer"}') < question.index("Is it tested?")
+    *_, question, asked, notes = server.requests[-1].messages
+    assert question == {"role": "user", "content": "Is it tested?"}
+    assert asked["tool_calls"][0]["function"]["name"] == "session_notes"
+    assert notes["role"] == "tool"
+    assert 'grep {"pattern": "createServer"}' in notes["content"]
     assert server.requests[-1].messages[1] == {"role": "user", "content": "Where is the server made?"}
     assert [r.question for r in agent.replies] == ["Where is the server made?", "Is it tested?"]
     agent.reset()

@@ -8,8 +8,9 @@ from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant,
 from twinny_magics.notes import (
     FINAL_ANSWER_PROMPT,
     NOTES_HEADER,
+    NOTES_TOOL,
     NoteEntry,
-    question_with_notes,
+    notes_messages,
     turn_notes,
     with_closing_prompt,
 )
@@ -28,7 +29,7 @@ def test_closing_prompt_is_the_spec_text() -> None:
 
 def test_no_entries_make_no_notes() -> None:
     assert turn_notes([], 1200) == ""
-    assert question_with_notes("why?", "") == "why?"
+    assert notes_messages("") == []
 
 
 def test_notes_list_each_call_with_arguments_and_output_in_order() -> None:
@@ -60,9 +61,14 @@ def test_newest_notes_are_kept_when_not_all_fit() -> None:
     assert len(notes) <= 1200
 
 
-def test_notes_go_ahead_of_the_question() -> None:
-    text = question_with_notes("And the tests?", "NOTES")
-    assert text.index("NOTES") < text.index("And the tests?")
+def test_notes_come_back_as_the_result_of_a_call_never_as_a_user_turn() -> None:
+    call, result = notes_messages("NOTES")
+    assert call.role == "assistant"
+    assert [c.name for c in call.calls] == [NOTES_TOOL]
+    assert result.result is not None
+    assert result.result.call == call.calls[0]
+    assert result.text == "NOTES"
+    assert all(m.role != "user" for m in (call, result))
 
 
 def test_closing_prompt_is_merged_into_a_last_user_message() -> None:

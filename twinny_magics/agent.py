@@ -19,7 +19,7 @@ from .budget import ContextPlan, TokenEstimator, plan_context
 from .conversation import Message, assistant, user
 from .events import Event, Notice, Reply, ReplyFinished
 from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
-from .notes import FINAL_ANSWER_PROMPT, NoteEntry, question_with_notes, turn_notes
+from .notes import FINAL_ANSWER_PROMPT, NoteEntry, turn_notes
 from .tools import Approve, CommandsMode, EditsMode, Workspace
 
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
@@ -121,7 +121,7 @@ class Agent:
 
     @property
     def notes(self) -> str:
-        """The notes that will go ahead of the next question."""
+        """The notes the next reply carries: after its question, as a tool result (data, not the user's)."""
         plan = self.plan or plan_context(8192, self.estimator.ratio)
         return turn_notes(self.note_entries, plan.notes_chars)
 
@@ -234,7 +234,7 @@ class Agent:
         notes = self.notes
         reply = Reply(question=question)
         try:
-            reply = await loop.reply(question_with_notes(question, notes), self._history(), emit, reply=reply)
+            reply = await loop.reply(question, self._history(), emit, reply=reply, notes=notes)
         except asyncio.CancelledError:
             reply.stopped = "stopped"
             reply.notices.append(Notice("warning", "Stopped."))

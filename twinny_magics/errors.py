@@ -20,10 +20,14 @@
         └── UnknownTool              a call of a tool that was not offered
 
 Errors the model can act on carry the text the model will read (``feedback``); errors the user must act
-on carry the text the cell will show (``str(e)``). Nothing here does I/O.
+on carry the text the cell will show (``str(e)``). A ``ServerError``'s message and body never carry a
+credential: anything shaped like one is masked as the error is made (``redact.mask_secrets``), and the
+adapters mask the session's own key too (``servers.refusals.hide_secret``). Nothing here does I/O.
 """
 
 from __future__ import annotations
+
+from .redact import mask_secrets
 
 
 class TwinnyError(Exception):
@@ -33,13 +37,14 @@ class TwinnyError(Exception):
 class ServerError(TwinnyError):
     """The model server could not be used for this request.
 
-    ``status`` is the HTTP status when there was one; ``body`` the server's own words (shortened).
+    ``status`` is the HTTP status when there was one; ``body`` the server's own words (shortened). Both
+    the message and the body have every credential-shaped run masked (a server may echo the key).
     """
 
     def __init__(self, message: str, *, status: int | None = None, body: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(mask_secrets(message))
         self.status = status
-        self.body = body
+        self.body = mask_secrets(body) if body is not None else None
 
 
 class ServerUnreachable(ServerError):

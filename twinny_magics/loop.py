@@ -45,7 +45,8 @@ from .events import (
     WindowShare,
 )
 from .grammar import tool_call_grammar
-from .notes import FINAL_ANSWER_PROMPT, with_closing_prompt
+from .notes import FINAL_ANSWER_PROMPT, notes_messages, with_closing_prompt
+from .redact import mask_value
 from .servers import base as wire
 from .servers.kinds import Kind, small_window_warning
 
@@ -59,6 +60,17 @@ DEFAULT_STEPS = 12
 #: How long a window named by a too-long refusal overrides the probe (the probe caches its answer 30 s).
 WINDOW_CAP_SECONDS = 30.0
 MAX_CALLS_PER_REPLY = 8
+#: A reply is read until it is clearly past the tokens asked for (``max_tokens``), whatever the server
+#: does: at most this many characters a token (text runs 3-5; long whitespace or symbol runs more)...
+REPLY_CHARS_PER_TOKEN = 8
+#: ...plus this many. A server that honours ``max_tokens`` stops well before; one that ignores it is cut.
+REPLY_MARGIN_CHARS = 2000
+
+
+def reply_char_cap(reply_tokens: int) -> int:
+    """The characters of reply text read for a reply of at most ``reply_tokens`` tokens."""
+    return max(0, reply_tokens) * REPLY_CHARS_PER_TOKEN + REPLY_MARGIN_CHARS
+
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding assistant inside the user's Jupyter notebook. The notebook's folder is your "
@@ -141,6 +153,8 @@ class Loop:
         self.grammar_refused = False
         #: A smaller window a too-long refusal named, and until when it overrides the (cached) probe.
         self.window_cap: tuple[int, float] | None = None
+        #: Set once the session has been warned that its API key goes over plain http.
+        self.key_warned = False
         self.settings = settings or LoopSettings()
         self.mode: Mode = _initial_mode(mode, server)
         self.window: int | None = None
@@ -233,15 +247,26 @@ class Loop:
             reply=plan.reply,
         )
 
+    @property
+    def secret(self) -> str | None:
+        """The server's API key, where it has one: masked in every notice and error the loop keeps."""
+        key = getattr(getattr(self.server, "info", None), "api_key", None)
+        return key if isinstance(key, str) and key else None
+
     async def reply(
         self,
         question: str,
         history: Sequence[Message] = (),
         emit: Callable[[Event], None] = lambda event: None,
         reply: Reply | None = None,
+        notes: str = "",
     ) -> Reply:
-        """Run one reply to ``question`` (after earlier turns in ``history``), recorded in ``reply``."""
-        return await _Run(self, reply or Reply(question=question), emit).run(question, history)
+        """Run one reply to ``question`` (after earlier turns in ``history``), recorded in ``reply``.
+
+        ``notes`` (what ran in earlier replies) go after the question as a tool result, never inside it.
+        """
+        run = _Run(self, reply or Reply(question=question), emit)
+        return await run.run(question, history, notes)
 
 
 @dataclass
@@ -263,13 +288,25 @@ class _Run:
     stuck: bool = False
 
     def notice(self, kind: str, text: str) -> None:
-        event = Notice(kind, text)
+        # A notice may quote a server's words (a refusal, a fallback): the key and key shapes are masked.
+        event = Notice(kind, mask_value(text, self.loop.secret))
         self.reply.notices.append(event)
         self.emit(event)
 
-    async def run(self, question: str, history: Sequence[Message]) -> Reply:
+    def _warn_plain_key(self) -> None:
+        """Once a session: say so when the API key goes over plain http to another machine (never blocks)."""
+        loop = self.loop
+        if loop.key_warned:
+            return
+        warning = getattr(loop.server, "key_warning", None)
+        if isinstance(warning, str) and warning:
+            loop.key_warned = True
+            self.notice("warning", warning)
+
+    async def run(self, question: str, history: Sequence[Message], notes: str = "") -> Reply:
         loop, reply = self.loop, self.reply
-        messages: list[Message] = [loop.system_message(), *history, user(question)]
+        self._warn_plain_key()
+        messages: list[Message] = [loop.system_message(), *history, user(question), *notes_messages(notes)]
         step = 0
         while step < loop.settings.steps:
             step += 1
@@ -450,42 +487,82 @@ class _Run:
         parts: list[str] = []
         calls: list[ToolCall] = []
         problems: list[str] = []
-        async for chunk in loop.server.stream(request):
-            if isinstance(chunk, wire.TextDelta):
-                parts.append(chunk.text)
-                visible = detector.feed(chunk.text)
-                if visible:
-                    self.emit(TextDelta(record.step, visible))
-            elif isinstance(chunk, wire.ToolCalls):
-                calls.extend(chunk.readable)
-                problems.extend(
-                    f"Your call of {call.name or 'a tool'} could not be read: {error}. "
-                    "Call it again with the arguments as one JSON object."
-                    for call, error in zip(chunk.calls, chunk.errors, strict=True)
-                    if error is not None
-                )
-            elif isinstance(chunk, wire.Usage):
-                record.prompt_tokens = chunk.prompt_tokens
-                record.completion_tokens = chunk.completion_tokens
-                record.cached_tokens = chunk.cached_tokens
-                if chunk.prompt_tokens:
-                    loop.counter.observe(rendered, tools, chunk.prompt_tokens)
-                self.emit(
-                    UsageReported(
-                        record.step,
-                        record.estimated_tokens,
-                        chunk.prompt_tokens,
-                        chunk.completion_tokens,
-                        chunk.cached_tokens,
-                        loop.estimator.ratio,
-                    )
-                )
-            elif isinstance(chunk, wire.Finish):
-                record.finish_reason = chunk.reason
+        # Read until the reply's text is clearly past what was asked for, whatever the server does with
+        # max_tokens: one that ignores it would otherwise stream for ever. (Native call arguments, which
+        # are not shown as they stream, are bounded by the adapters' byte limit, wire.stream_byte_limit.)
+        room = reply_char_cap(plan.reply)
+        cut = False
+        stream = loop.server.stream(request)
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, wire.TextDelta):
+                    text = chunk.text
+                    if len(text) > room:
+                        text, cut = text[:room], True
+                    room -= len(text)
+                    parts.append(text)
+                    visible = detector.feed(text)
+                    if visible:
+                        self.emit(TextDelta(record.step, visible))
+                    if cut:
+                        break
+                else:
+                    self._event(chunk, record, rendered, tools, found=(calls, problems))
+        finally:
+            # Closed now, not when collected: a cut reply (or a stopped one) lets go of the connection.
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+        if cut:
+            # As a server's own finish_reason "length": the reply so far is kept and read as it is.
+            record.finish_reason = "length"
+            self.notice(
+                "warning",
+                f"The server kept writing past the reply limit of {plan.reply:,} tokens; the reply was cut.",
+            )
         tail = detector.flush()  # what was held back in case it began a call marker, and did not
         if tail:
             self.emit(TextDelta(record.step, tail))
         return "".join(parts), (calls, problems)
+
+    def _event(
+        self,
+        chunk: wire.ChatEvent,
+        record: RequestRecord,
+        rendered: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        found: tuple[list[ToolCall], list[str]],
+    ) -> None:
+        """Take in one streamed event that is not reply text: the calls, the usage, the finish."""
+        loop = self.loop
+        calls, problems = found
+        if isinstance(chunk, wire.ToolCalls):
+            calls.extend(chunk.readable)
+            problems.extend(
+                f"Your call of {call.name or 'a tool'} could not be read: {error}. "
+                "Call it again with the arguments as one JSON object."
+                for call, error in zip(chunk.calls, chunk.errors, strict=True)
+                if error is not None
+            )
+        elif isinstance(chunk, wire.Usage):
+            record.prompt_tokens = chunk.prompt_tokens
+            record.completion_tokens = chunk.completion_tokens
+            record.cached_tokens = chunk.cached_tokens
+            if chunk.prompt_tokens:
+                loop.counter.observe(rendered, tools, chunk.prompt_tokens)
+            self.emit(
+                UsageReported(
+                    record.step,
+                    record.estimated_tokens,
+                    chunk.prompt_tokens,
+                    chunk.completion_tokens,
+                    chunk.cached_tokens,
+                    loop.estimator.ratio,
+                )
+            )
+        elif isinstance(chunk, wire.Finish):
+            record.finish_reason = chunk.reason
 
     async def _run_calls(
         self, record: Step, text: str, parsed: list[ToolCall], plan: ContextPlan, before: list[Message]
@@ -623,7 +700,7 @@ class _Run:
         self.emit(ResultsTrimmed(step, tuple(keys), fitted.trims, fitted.estimate_before, fitted.estimate))
 
     def _fail(self, error: ServerError) -> Reply:
-        self.reply.error = str(error)
+        self.reply.error = mask_value(str(error), self.loop.secret)
         self.reply.stopped = "error"
         self.notice("error", str(error))
         self.emit(ReplyFinished(self.reply))

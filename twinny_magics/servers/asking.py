@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from twinny_magics.servers.base import read_json
+from twinny_magics.servers.numbers import window_size
 from twinny_magics.servers.wire import make_sync_client, send, send_sync, shared_ssl_context
 
 T = TypeVar("T")
@@ -60,8 +62,8 @@ def json_of(response: httpx.Response | None) -> Any:
     if response is None or response.status_code != 200:
         return None
     try:
-        return response.json()
-    except (ValueError, RecursionError):  # RecursionError: JSON nested too deeply to read
+        return read_json(response.content)
+    except ValueError:  # not JSON, or nested too deeply to read
         return None
 
 
@@ -71,17 +73,11 @@ def dicts(value: Any) -> list[dict[str, Any]]:
 
 
 def positive(value: Any) -> int | None:
-    """A positive int (or a string of one), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value > 0:
-        return value
-    if isinstance(value, str):
-        digits = value.strip()
-        # ASCII and not absurdly long: "²" passes isdigit() but not int(), and neither do 5,000 digits.
-        if digits.isascii() and digits.isdigit() and len(digits) <= 18 and int(digits) > 0:
-            return int(digits)
-    return None
+    """A window a server said: a whole number from 1 to 100 million (or a string of one), else None.
+
+    See ``numbers.checked_int``: ``1e400``, ``NaN``, ``-1``, ``true`` or 5,000 digits count as not said.
+    """
+    return window_size(value)
 
 
 # --- the drivers -------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from twinny_magics.conversation import ToolCall
+from twinny_magics.servers.numbers import json_int
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,22 @@ class ChatServer(Protocol):
         ...
 
 
+#: One decoder made once (``json.loads`` with ``parse_int`` would make a new one on every call).
+_DECODER = json.JSONDecoder(parse_int=json_int)
+
+
 def read_json(text: str | bytes) -> Any:
     """``json.loads`` for what a server sends: JSON nested too deeply to read is a ``ValueError`` too.
 
     The parser refuses deep nesting (``[[[[…``) with ``RecursionError``, which no reader of a server's
     words expects; as a ``ValueError`` it becomes the same clear message as any other unreadable JSON.
+    An integer of thousands of digits (which ``int()`` refuses) is read as an infinity instead of failing
+    the whole document (``numbers.json_int``): every number read from it is checked anyway.
     """
+    if isinstance(text, bytes | bytearray):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except RecursionError:
         raise ValueError("it is nested too deeply to read") from None
 

@@ -8,20 +8,28 @@ run on its own event loop (Jupyter: a worker thread) and a client must not outli
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import contextlib
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 
 import httpx
 
-from twinny_magics.errors import ModelNotFound
+from twinny_magics.errors import ModelNotFound, ServerError
 from twinny_magics.servers.asking import DEFAULT_CACHE, ProbeCache
 from twinny_magics.servers.base import ChatEvent, ChatRequest
 from twinny_magics.servers.embedded import DEFAULT_N_CTX, EmbeddedServer, start_embedded
-from twinny_magics.servers.kinds import NEVER_ASKED, Kind, ServerInfo, small_window_warning
+from twinny_magics.servers.kinds import (
+    NEVER_ASKED,
+    Kind,
+    ServerInfo,
+    plaintext_key_warning,
+    small_window_warning,
+)
 from twinny_magics.servers.ollama import OllamaChatServer
 from twinny_magics.servers.openai import OpenAIChatServer
 from twinny_magics.servers.probe import acontext_window
 from twinny_magics.servers.recognise import discover, resolve_server
+from twinny_magics.servers.refusals import hide_secret
 from twinny_magics.servers.wire import CHAT_TIMEOUT, make_client
 
 ClientFactory = Callable[[ServerInfo], httpx.AsyncClient]
@@ -99,6 +107,15 @@ class ConnectedServer:
             )
         return min(window, self.requested_window) if self.requested_window else window
 
+    @property
+    def key_warning(self) -> str | None:
+        """A warning when the API key goes over plain http to a host that is not this machine, else None."""
+        for url in (self.info.base_url, self.info.api_base):
+            warning = plaintext_key_warning(url, self.info.api_key)
+            if warning:
+                return warning
+        return None
+
     def window_warning(self, window: int) -> str | None:
         """The small-window warning for this server's kind, or None."""
         return small_window_warning(window, self.kind)
@@ -113,15 +130,21 @@ class ConnectedServer:
         compatible = adapter.compatible if isinstance(adapter, OllamaChatServer) else adapter
         self._include_usage = compatible.include_usage
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[ChatEvent, None]:
         """The reply to ``request`` as events (see ``servers.base``)."""
         if self.requested_window is not None and self.kind == "ollama" and request.num_ctx is None:
             request = replace(request, num_ctx=self.requested_window)
         async with self._client_factory(self.info) as client:
             adapter = self._adapter(client)
             try:
-                async for event in adapter.stream(request):
-                    yield event
+                # Closed here, not when collected: a reply stopped early (the loop's reply cap, the stop
+                # button) closes its stream before the client goes.
+                async with contextlib.aclosing(adapter.stream(request)) as events:
+                    async for event in events:
+                        yield event
+            except ServerError as error:
+                hide_secret(error, self.info.api_key)
+                raise
             finally:
                 self._remember(adapter)
 

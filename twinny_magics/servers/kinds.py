@@ -94,6 +94,38 @@ def is_local_host(host: str | None) -> bool:
     return address.is_private or address.is_loopback or address.is_link_local
 
 
+def is_loopback_host(host: str | None) -> bool:
+    """Whether ``host`` is this machine: ``localhost`` (and ``*.localhost``) or a loopback address."""
+    if not host:
+        return False
+    name = host.strip("[]").rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def plaintext_key_warning(url: str, api_key: str | None) -> str | None:
+    """A warning when ``api_key`` goes to ``url`` over plain http and the host is not this machine.
+
+    A private network address counts too: over http the key crosses that network in the clear, for
+    anyone on it (a shared Wi-Fi, a container network, a VPN's far end) to read. Never blocks.
+    """
+    if not api_key:
+        return None
+    parts = urlsplit(url if "://" in url else "http://" + url)
+    if parts.scheme.lower() != "http" or is_loopback_host(parts.hostname):
+        return None
+    where = parts.hostname or url
+    return (
+        f"The API key goes to {where} over plain http: anyone on the network between here and there can "
+        "read it, and the questions, files and answers too. Use https:// for a server on another machine, "
+        "or reach it through an SSH tunnel (`ssh -L`) and point the agent at 127.0.0.1."
+    )
+
+
 def kind_from_url(url: str) -> Kind | None:
     """The kind a URL alone tells: a known hosted API, a public https host, or a server's usual port."""
     parts = urlsplit(url if "://" in url else "http://" + url)

@@ -9,13 +9,14 @@ is newline-delimited JSON, tool-call arguments are objects, and the last chunk (
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
 
-from twinny_magics.errors import MalformedStream, StreamCut
+from twinny_magics.errors import MalformedStream, ServerError, StreamCut
 from twinny_magics.servers import wire
 from twinny_magics.servers.base import (
     ChatEvent,
@@ -28,13 +29,10 @@ from twinny_magics.servers.base import (
     read_json,
 )
 from twinny_magics.servers.kinds import ServerInfo
+from twinny_magics.servers.numbers import token_count
 from twinny_magics.servers.openai import ErrorMapper, OpenAIChatServer
-from twinny_magics.servers.refusals import error_from_response, shorten
+from twinny_magics.servers.refusals import error_from_response, hide_secret, shorten
 from twinny_magics.servers.sse import LineDecoder
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -130,7 +128,10 @@ class OllamaStreamParser:
         if chunk.get("done") is True:
             if self._calls:
                 out.append(build_tool_calls(self._calls))
-            prompt, completion = _int(chunk.get("prompt_eval_count")), _int(chunk.get("eval_count"))
+            prompt, completion = (
+                token_count(chunk.get("prompt_eval_count")),
+                token_count(chunk.get("eval_count")),
+            )
             if prompt is not None or completion is not None:
                 out.append(Usage(prompt, completion, None))
             reason = chunk.get("done_reason")
@@ -181,12 +182,21 @@ class OllamaChatServer:
         body.update(extra)
         return body
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
-        """The reply to ``request`` as events (see ``base``)."""
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[ChatEvent, None]:
+        """The reply to ``request`` as events (see ``base``; errors masked as ``OpenAIChatServer``'s)."""
         if request.num_ctx is None:
             async for event in self.compatible.stream(request):
                 yield event
             return
+        async with contextlib.aclosing(self._native_stream(request)) as events:
+            try:
+                async for event in events:
+                    yield event
+            except ServerError as error:
+                hide_secret(error, self.info.api_key)
+                raise
+
+    async def _native_stream(self, request: ChatRequest) -> AsyncGenerator[ChatEvent, None]:
         url = self.chat_url
 
         def on_error(status: int, text: str) -> Any:
@@ -197,6 +207,7 @@ class OllamaChatServer:
                 model=request.model or self.info.model,
                 had_tools=bool(request.tools),
                 had_tool_history=request.has_tool_history,
+                secret=self.info.api_key,
             )
 
         headers = wire.bearer(self.info.api_key)
@@ -208,10 +219,12 @@ class OllamaChatServer:
                 raise on_error(response.status_code, await wire.read_body(response, url, self._timeout))
             parser = OllamaStreamParser(on_error)
             chunks = response.aiter_bytes()
+            budget = wire.StreamBudget(url, request.max_tokens)
             # Not read past the last chunk (see OpenAIChatServer.stream).
             while (
                 not parser.done and (chunk := await wire.next_chunk(chunks, url, self._timeout)) is not None
             ):
+                budget.spend(chunk)
                 for event in parser.feed(chunk):
                     yield event
             for event in parser.finish():

@@ -9,8 +9,9 @@ shapes are tested without a server: the usage chunk (llama.cpp: ``choices: []``;
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,23 +30,27 @@ from twinny_magics.servers.base import (
     read_json,
 )
 from twinny_magics.servers.kinds import ServerInfo
-from twinny_magics.servers.refusals import error_from_response, shorten
+from twinny_magics.servers.numbers import checked_int, token_count
+from twinny_magics.servers.refusals import error_from_response, hide_secret, shorten
 from twinny_magics.servers.sse import SSEDecoder
 
 ErrorMapper = Callable[[int, str], ServerError]
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+#: The most native calls one reply is believed to make (a larger ``index`` is a position instead).
+MAX_CALL_INDEX = 1000
 
 
 def read_usage(usage: Any) -> Usage | None:
-    """A ``Usage`` from an OpenAI-style ``usage`` object, None when there is none."""
+    """A ``Usage`` from an OpenAI-style ``usage`` object, None when there is none.
+
+    Each count is checked (``numbers.token_count``): one that is not a sane count is not said.
+    """
     if not isinstance(usage, dict):
         return None
     details = usage.get("prompt_tokens_details")
-    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-    prompt, completion = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    cached = token_count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    prompt, completion = token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
     if prompt is None and completion is None:
         return None
     return Usage(prompt, completion, cached)
@@ -180,7 +185,7 @@ class OpenAIStreamParser:
         for position, piece in enumerate(pieces):
             if not isinstance(piece, dict):
                 continue
-            index = _int(piece.get("index"))
+            index = checked_int(piece.get("index"), 0, MAX_CALL_INDEX)
             if index is None:
                 index = position
             parts = self._calls.setdefault(index, _CallParts())
@@ -273,12 +278,26 @@ class OpenAIChatServer:
                 model=request.model or self.info.model,
                 had_tools=bool(request.tools),
                 had_tool_history=request.has_tool_history,
+                secret=self.info.api_key,
             )
 
         return mapper
 
-    async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
-        """The reply to ``request`` as events (see ``base``)."""
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[ChatEvent, None]:
+        """The reply to ``request`` as events (see ``base``).
+
+        Every error it raises has the API key and credential shapes masked; a stream that runs past
+        ``wire.stream_byte_limit`` bytes for its ``max_tokens`` is closed with a ``StreamCut``.
+        """
+        async with contextlib.aclosing(self._stream(request)) as events:
+            try:
+                async for event in events:
+                    yield event
+            except ServerError as error:
+                hide_secret(error, self.info.api_key)
+                raise
+
+    async def _stream(self, request: ChatRequest) -> AsyncGenerator[ChatEvent, None]:
         url = self.chat_url
         on_error = self._error(request)
         body = self.body(request)
@@ -304,12 +323,14 @@ class OpenAIChatServer:
                         yield event
                     return
                 chunks = response.aiter_bytes()
+                budget = wire.StreamBudget(url, request.max_tokens)
                 # Not read past [DONE]: a server that then keeps the stream open (or drops it) has lost
                 # nothing, and waiting for the body's end would cost the whole read timeout.
                 while (
                     not parser.done
                     and (chunk := await wire.next_chunk(chunks, url, self._timeout)) is not None
                 ):
+                    budget.spend(chunk)
                     for event in parser.feed(chunk):
                         yield event
                 for event in parser.finish():
@@ -359,7 +380,7 @@ class OpenAIChatServer:
         if response.status_code != 200:
             return None
         try:
-            answer: Any = response.json()
+            answer: Any = read_json(response.content)
         except ValueError:
             return None
         self._tokenize_works = True

@@ -11,6 +11,11 @@ Servers word the same refusal differently; the patterns below are the ones seen 
   --enable-auto-tool-choice``; servers that reject unknown fields (``tools``).
 - model: Ollama ``model "x" not found``; vLLM/OpenAI ``The model `x` does not exist``; LiteLLM ``Invalid
   model name passed in model=x``.
+
+Nothing a server says reaches a message unmasked: the session's API key (``secret``) and anything shaped
+like a credential (``redact.mask_value``) are hidden before the text is shortened, so a 401 that echoes
+the key (or dumps the request's ``Authorization`` header) shows ``[secret hidden]`` instead, in the cell,
+in ``Reply.error`` and in the saved notebook. Numbers in a refusal are checked (``numbers``).
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from twinny_magics.errors import (
     ToolHistoryRefused,
     ToolsRefused,
 )
+from twinny_magics.redact import mask_value
 from twinny_magics.servers.base import read_json
+from twinny_magics.servers.numbers import token_count, window_size
 
 _BODY_CHARS = 500
 
@@ -63,9 +70,31 @@ _MODEL_MISSING = re.compile(
 )
 
 
+#: Characters past a cut that are masked too, so a key that starts before the cut is hidden whole.
+_MASK_MARGIN = 4096
+
+
 def shorten(text: str, limit: int = _BODY_CHARS) -> str:
     """``text`` cut to ``limit`` characters, marked when cut."""
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def masked(text: str, secret: str | None = None, limit: int = _BODY_CHARS) -> str:
+    """``text`` with ``secret`` and every credential shape hidden, then cut to ``limit`` characters.
+
+    Masked before it is cut (a key cut in half no longer has the shape that finds it), and only the part
+    that can be shown (plus a margin), so a body of megabytes costs no more than a short one.
+    """
+    return shorten(mask_value(text[: limit + _MASK_MARGIN], secret), limit)
+
+
+def hide_secret(error: ServerError, secret: str | None) -> ServerError:
+    """``error`` with ``secret`` and every credential shape masked in its message and body (in place)."""
+    if error.args and isinstance(error.args[0], str):
+        error.args = (mask_value(error.args[0], secret), *error.args[1:])
+    if error.body is not None:
+        error.body = mask_value(error.body, secret)
+    return error
 
 
 def error_message(text: str) -> tuple[str, dict[str, Any]]:
@@ -92,10 +121,6 @@ def error_message(text: str) -> tuple[str, dict[str, Any]]:
     return text.strip(), {}
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _status(code: Any) -> int:
     """The HTTP status an error sent inside a begun stream names in its ``code``, else 500.
 
@@ -110,20 +135,20 @@ def _status(code: Any) -> int:
 def too_long_numbers(message: str, error: dict[str, Any]) -> tuple[int | None, int | None] | None:
     """``(prompt_tokens, window)`` if ``message`` says the prompt is too long (numbers when given)."""
     if error.get("type") == "exceed_context_size_error" or "n_prompt_tokens" in error:
-        return _int(error.get("n_prompt_tokens")), _int(error.get("n_ctx"))
+        return token_count(error.get("n_prompt_tokens")), window_size(error.get("n_ctx"))
     for pattern, _order in _PAIRS:
         found = pattern.search(message)
         if found:
-            return int(found.group(1)), int(found.group(2))
+            return token_count(found.group(1)), window_size(found.group(2))
     if not _TOO_LONG_WORDS.search(message):
         return None
     window_match = _WINDOW.search(message)
-    window = int(next(g for g in window_match.groups() if g)) if window_match else None
+    window = window_size(next(g for g in window_match.groups() if g)) if window_match else None
     prompt = None
     for pattern in _PROMPT:
         found = pattern.search(message)
         if found:
-            prompt = int(found.group(1))
+            prompt = token_count(found.group(1))
             break
     return prompt, window
 
@@ -136,14 +161,19 @@ def error_from_response(
     model: str | None = None,
     had_tools: bool = False,
     had_tool_history: bool = False,
+    secret: str | None = None,
 ) -> ServerError:
-    """The error a refused request (HTTP ``status``, body ``text``) means, with a message to act on."""
+    """The error a refused request (HTTP ``status``, body ``text``) means, with a message to act on.
+
+    ``secret`` (the session's API key) and credential shapes are masked in the message and the body.
+    """
     message, error = error_message(text)
     if status < 400:
         # An error sent inside a stream that had begun (HTTP 200): its own code says what it was.
         status = _status(error.get("code"))
-    said = shorten(message or f"HTTP {status}")
-    body = shorten(text)
+    said = masked(message or f"HTTP {status}", secret)
+    body = masked(text, secret)
+    url = mask_value(url, secret) if url else url
     where = f"The server at {url}" if url else "The server"
     error_type = str(error.get("type") or "")
     if status in (401, 403) or error_type in ("auth_error", "no_db_connection"):
@@ -203,10 +233,11 @@ def error_from_response(
 
 
 def error_from_exception(
-    exc: Exception, *, url: str, started: bool, timeout: float | None = None
+    exc: Exception, *, url: str, started: bool, timeout: float | None = None, secret: str | None = None
 ) -> ServerError:
     """The error a failed connection means; ``started`` tells whether the reply had begun streaming."""
-    detail = str(exc) or type(exc).__name__
+    detail = masked(str(exc) or type(exc).__name__, secret)
+    url = mask_value(url, secret)
     seconds = f" within {timeout:g} s" if timeout else ""
     if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
         return ServerTimeout(f"No connection to {url}{seconds}: is the server running and reachable?")

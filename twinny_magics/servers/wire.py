@@ -11,12 +11,50 @@ from typing import Any
 
 import httpx
 
+from twinny_magics.errors import MalformedStream, StreamCut
 from twinny_magics.servers.kinds import ServerInfo, is_local_host
 from twinny_magics.servers.refusals import error_from_exception
 
 # Connecting is quick or never; a reply may take long to start (a big prompt is read first, ~500
 # tokens/s on a small CPU) and may pause between tokens, so reading gets minutes, not seconds.
 CHAT_TIMEOUT = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=10.0)
+
+#: The most a whole answer read at once may be (an error body, a server that ignored ``stream``).
+BODY_LIMIT = 16 * 1024 * 1024
+#: Bytes a streamed reply may take per token asked for (an SSE chunk is 150-400 bytes; with log
+#: probabilities a few KB), and over that whatever the size. Past it the server is sending something
+#: other than the reply (keep-alives for ever, padding) and the stream is closed.
+STREAM_BYTES_PER_TOKEN = 4096
+STREAM_BYTES_BASE = 16 * 1024 * 1024
+#: The bound on a streamed reply when the request sets no ``max_tokens``.
+STREAM_BYTES_UNBOUNDED = 256 * 1024 * 1024
+
+
+def stream_byte_limit(max_tokens: int | None) -> int:
+    """The most bytes a streamed reply of at most ``max_tokens`` tokens is read for."""
+    if max_tokens is None:
+        return STREAM_BYTES_UNBOUNDED
+    return STREAM_BYTES_BASE + STREAM_BYTES_PER_TOKEN * max(0, max_tokens)
+
+
+class StreamBudget:
+    """Counts a streamed reply's bytes; past ``limit`` it is a ``StreamCut`` (the caller then closes it)."""
+
+    def __init__(self, url: str, max_tokens: int | None) -> None:
+        self.url = url
+        self.max_tokens = max_tokens
+        self.limit = stream_byte_limit(max_tokens)
+        self.received = 0
+
+    def spend(self, chunk: bytes) -> None:
+        """Count ``chunk``; raise once the reply has taken more than its bytes."""
+        self.received += len(chunk)
+        if self.received > self.limit:
+            tokens = f"{self.max_tokens:,}" if self.max_tokens is not None else "an unbounded number of"
+            raise StreamCut(
+                f"The server at {self.url} sent {self.received:,} bytes without finishing a reply of at most "
+                f"{tokens} tokens; the stream was closed."
+            )
 
 
 def json_content(body: Any) -> bytes:
@@ -115,13 +153,26 @@ async def post_stream(
         await response.aclose()
 
 
-async def read_body(response: httpx.Response, url: str, timeout: httpx.Timeout) -> str:
-    """The whole body of a (streamed) response as text; a failure while reading is a ServerError."""
+async def read_body(
+    response: httpx.Response, url: str, timeout: httpx.Timeout, limit: int = BODY_LIMIT
+) -> str:
+    """The whole body of a (streamed) response as text; a failure while reading is a ServerError.
+
+    A body past ``limit`` bytes is not held: reading stops there with a ``MalformedStream``.
+    """
+    pieces: list[bytes] = []
+    size = 0
     try:
-        await response.aread()
+        async for piece in response.aiter_bytes():
+            size += len(piece)
+            if size > limit:
+                raise MalformedStream(
+                    f"The answer from {url} ran past {limit:,} bytes; it was not read further."
+                )
+            pieces.append(piece)
     except httpx.HTTPError as exc:
         raise error_from_exception(exc, url=url, started=True, timeout=timeout.read) from exc
-    return response.text
+    return b"".join(pieces).decode(response.encoding or "utf-8", errors="replace")
 
 
 async def next_chunk(chunks: AsyncIterator[bytes], url: str, timeout: httpx.Timeout) -> bytes | None:
