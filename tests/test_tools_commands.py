@@ -143,7 +143,8 @@ async def test_background_children_do_not_outlive_a_finished_command(tmp_path: P
     started = time.monotonic()
     out = await command(ws, "sleep 30 & echo $! > child.pid; echo done")
     assert time.monotonic() - started < 5
-    assert out.text.splitlines()[1:] == ["done", "[exit code 0]"]
+    assert out.text.splitlines()[1:3] == ["done", "[exit code 0]"]
+    assert out.text.splitlines()[3].startswith("[1 process the command left running in the background was")
     assert not alive(int((tmp_path / "child.pid").read_text()))
 
 

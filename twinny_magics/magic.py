@@ -350,7 +350,7 @@ class TwinnyMagics(Magics):
             show: Callable[..., Any] = display  # IPython's display is untyped
             show(Bundle(html, text))
         else:
-            print(text)
+            print(reprs.plain(text))
 
     # -- the line commands -----------------------------------------------------------------------------
 
@@ -403,7 +403,7 @@ class TwinnyMagics(Magics):
             panel = next((p for p in self._panels if p.edit is edit), None)
             if panel is None:
                 panel = EditPanel(edit, show=False, with_buttons=False)
-            print(panel.apply() if apply else panel.discard())
+            print(reprs.plain(panel.apply() if apply else panel.discard()))
 
     def _use(self, rest: list[str]) -> None:
         if len(rest) != 1 or self.shell is None:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .inert import inert
+
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -45,6 +47,15 @@ def sendable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", errors="replace").decode("utf-8")
     return text
+
+
+def plain(text: str) -> str:
+    """Text for ``text/plain`` and a terminal: sendable, with no escape sequence, control or bidi override.
+
+    Frontends render ANSI colour in ``text/plain`` and a terminal obeys every escape it is sent (titles,
+    OSC 52 clipboard writes, links, cursor moves); model text and file names must do neither.
+    """
+    return inert(sendable(text))
 
 
 def esc(text: object) -> str:
@@ -369,7 +380,7 @@ _REPRS: tuple[tuple[str, str, Callable[[Any], str], Callable[[Any], str]], ...] 
 
 def _pretty(text_of: Callable[[Any], str]) -> Callable[[Any, Any, bool], None]:
     def printer(obj: Any, p: Any, cycle: bool) -> None:
-        p.text(sendable(text_of(obj)))
+        p.text(plain(text_of(obj)))
 
     return printer
 

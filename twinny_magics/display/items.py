@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twinny_magics.conversation import ToolCall, ToolResult
-from twinny_magics.reprs import FONT, MONO, WindowPicture, esc, n, sendable
+from twinny_magics.display.markdown import markdown_html
+from twinny_magics.display.terminal import command_lines, command_shape, visible_parts
+from twinny_magics.reprs import FONT, MONO, WindowPicture, esc, n, plain, sendable
 
 NOTICE_COLOURS = {"warning": "#b8860b", "fallback": "#2a7ab8", "error": "#c62828"}
 NOTICE_MARKS = {"warning": "⚠", "fallback": "↺", "error": "✖"}
@@ -32,7 +34,7 @@ class Item:
         raise NotImplementedError
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/plain": sendable(self.text()), "text/html": sendable(self.html())}
+        return {"text/plain": plain(self.text()), "text/html": sendable(self.html())}
 
 
 @dataclass
@@ -161,24 +163,29 @@ class RequestItem(Item):
 
 @dataclass
 class TextItem(Item):
-    """What the model wrote in one step, shown as Markdown (its text twin is the text itself)."""
+    """What the model wrote in one step: Markdown rendered to inert HTML (its text twin is the text itself).
+
+    Never sent as ``text/markdown``: a frontend would render the raw HTML inside it (see
+    :mod:`.markdown`). ``sent_chars`` counts what the view's updates of this piece have sent so far, so
+    it can keep the traffic of a long answer linear in its length.
+    """
 
     step: int
     body: str = ""
     shown_at: float = 0.0
+    sent_chars: int = 0
 
     def text(self) -> str:
         """The text as written."""
         return self.body
 
     def html(self) -> str:
-        """The text, wrapped (used only inside the whole reply's fallback; cells get Markdown)."""
-        return f'<div style="white-space:pre-wrap;margin:4px 0">{esc(self.body)}</div>'
+        """The text as sanitized HTML."""
+        return markdown_html(self.body)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        # Markdown, not HTML: JupyterLab ranks text/html above text/markdown and would show it raw.
         body = sendable(self.body)
-        return {"text/markdown": body or " ", "text/plain": body}
+        return {"text/html": markdown_html(body) or " ", "text/plain": plain(body)}
 
 
 @dataclass
@@ -323,26 +330,54 @@ class EditItem(Item):
 
 @dataclass
 class ApprovalItem(Item):
-    """A command the model asked to run, and what became of the request."""
+    """A command the model asked to run, shown exactly, and what became of the request.
+
+    Exactly: every line on a line of its own, every control, bidi and invisible character as a marker
+    (``⟨U+202E⟩``), long tokens wrapped, and the size stated — so that a newline, a right-to-left
+    override, a zero-width character or a long run of text cannot make the command look like another.
+    """
 
     command: str
     state: str = "waiting"
 
+    STATES = {  # noqa: RUF012 (a class constant, never changed)
+        "waiting": "waiting for approval (Run / Don't run)",
+        "approved": "approved",
+        "declined": "declined",
+        "unanswered": "nobody answered; not run",
+        "stopped": "stopped",
+    }
+
+    def state_text(self) -> str:
+        """``waiting for approval (Run / Don't run)``, ``approved``, ..."""
+        return self.STATES.get(self.state, self.state)
+
+    def headline(self) -> str:
+        """``run_command asks to run (1 line, 8 characters) — approved``."""
+        return f"run_command asks to run ({command_shape(self.command)}) — {self.state_text()}"
+
     def text(self) -> str:
-        """``run_command asks to run: pytest -q — waiting for approval``."""
-        state = {
-            "waiting": "waiting for approval (Run / Don't run)",
-            "approved": "approved",
-            "declined": "declined",
-            "unanswered": "nobody answered; not run",
-            "stopped": "stopped",
-        }.get(self.state, self.state)
-        return f"run_command asks to run: {self.command} — {state}"
+        """The headline, then each line of the command after ``  │ ``, hidden characters as markers."""
+        return "\n".join([self.headline(), *(f"  │ {line}" for line in command_lines(self.command))])
 
     def html(self) -> str:
-        """The command in a box with its state."""
+        """The headline and the command, a line per line, long tokens wrapped, markers highlighted."""
+        mark = "color:#c62828;background:rgba(198,40,40,0.12);border-radius:2px"
+        rows = []
+        for number, line in enumerate(self.command.split("\n"), 1):
+            shown = "".join(
+                f'<span style="{mark}">{esc(part)}</span>' if is_marker else esc(part)
+                for part, is_marker in visible_parts(line)
+            )
+            rows.append(
+                '<div style="padding-left:3.5em;text-indent:-3.5em">'
+                f'<span style="color:#888;user-select:none">{number:>3} │</span> {shown}</div>'
+            )
         return (
             f'<div style="{FONT}border-left:4px solid #2a7ab8;padding:2px 8px;margin:4px 0">'
-            f'The model asks to run <code style="{MONO}">{esc(self.command)}</code> — '
-            f"<b>{esc(self.text().rsplit(' — ', 1)[-1])}</b></div>"
+            f"<div>The model asks to run this command ({esc(command_shape(self.command))}) — "
+            f"<b>{esc(self.state_text())}</b></div>"
+            f'<div style="{MONO}white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-all;'
+            "direction:ltr;unicode-bidi:isolate;margin:4px 0;padding:4px 6px;"
+            f'background:rgba(127,127,127,0.1);border-radius:3px">{"".join(rows)}</div></div>'
         )

@@ -44,13 +44,19 @@ from twinny_magics.events import (
     TextDelta,
     UsageReported,
 )
-from twinny_magics.reprs import WindowPicture, n, sendable
+from twinny_magics.reprs import WindowPicture, n, plain, sendable
 
 log = logging.getLogger(__name__)
 
 Style = Literal["rich", "text"]
 #: Streamed text is re-shown at most this often (each update re-renders the Markdown).
 TEXT_REFRESH_SECONDS = 0.15
+#: Each update of streamed text re-sends the whole text so far, so a server writing without end would make
+#: the traffic (and the rendering) grow with the square of the answer. A live update is sent only while
+#: all updates of the piece together stay within this many times its current length, plus the slack:
+#: every answer of ordinary length streams smoothly, and a huge one costs a few times its own size.
+TEXT_TRAFFIC_FACTOR = 4
+TEXT_TRAFFIC_SLACK = 200_000
 #: The status line's clock is refreshed at most this often.
 STATUS_REFRESH_SECONDS = 0.25
 #: While a reply runs, the status line's clock ticks (and held-back text is shown) this often, so a cell
@@ -197,8 +203,9 @@ class ReplyView:
     def _print(self, text: str, end: str = "\n") -> None:
         if self.style != "text":
             return
+        # A terminal obeys what it is sent: no escape sequence, control or bidi override gets through.
         write = self._write or sys.stdout.write
-        write(sendable(text + end))
+        write(plain(text + end))
         flush = getattr(sys.stdout, "flush", None)
         if self._write is None and flush is not None:
             flush()
@@ -209,10 +216,14 @@ class ReplyView:
             self._status_shown_at = now
             self._refresh(self.status)
 
-    def _flush_text(self) -> None:
+    def _flush_text(self, *, live: bool = False) -> None:
         for item in list(self.texts.values()) + ([self._answer] if self._answer else []):
-            if id(item) in self._dirty:
-                self._refresh(item)
+            if id(item) in self._dirty and (not live or _affordable(item)):
+                self._refresh_text(item)
+
+    def _refresh_text(self, item: TextItem) -> None:
+        item.sent_chars += len(item.body)
+        self._refresh(item)
 
     # -- the reply's life ------------------------------------------------------------------------------
 
@@ -233,7 +244,7 @@ class ReplyView:
                 if self.status.outcome is not None:
                     return
                 try:
-                    self._flush_text()
+                    self._flush_text(live=True)
                     self._status(force=True)
                 except Exception:
                     self.failures.append(traceback.format_exc())
@@ -316,10 +327,11 @@ class ReplyView:
         now = time.monotonic()
         if fresh:
             item.shown_at = now
+            item.sent_chars += len(item.body)
             self._show(item)
-        elif now - item.shown_at >= TEXT_REFRESH_SECONDS:
+        elif now - item.shown_at >= TEXT_REFRESH_SECONDS and _affordable(item):
             item.shown_at = now
-            self._refresh(item)
+            self._refresh_text(item)
         else:
             self._dirty.add(id(item))
         self._status()
@@ -410,7 +422,7 @@ class ReplyView:
                 self._answer = TextItem(0)
                 self._show(self._answer)
             self._answer.body = reply.text
-            self._refresh(self._answer)
+            self._refresh_text(self._answer)
             self._print(reply.text)
             waiting = sum(1 for p in self.edit_panels if p.item.status == "pending")
             if waiting:
@@ -471,8 +483,8 @@ class ReplyView:
             with self._lock:
                 if choice:
                     return
-                choice.append(approved)
-                item.state = "approved" if approved else "declined"
+                choice.append(approved is True)  # only the bool True approves
+                item.state = "approved" if choice[0] else "declined"
                 self._refresh(item)
             answered.set()
 
@@ -514,7 +526,13 @@ class ReplyView:
             return "".join(item.html() for item in self.items)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/plain": sendable(self.text()), "text/html": sendable(self.html())}
+        return {"text/plain": plain(self.text()), "text/html": sendable(self.html())}
+
+
+def _affordable(item: TextItem) -> bool:
+    """Whether one more live update of ``item`` keeps its traffic linear (see TEXT_TRAFFIC_FACTOR)."""
+    size = len(item.body)
+    return item.sent_chars + size <= TEXT_TRAFFIC_FACTOR * size + TEXT_TRAFFIC_SLACK
 
 
 def _terminal(text: str) -> str:
