@@ -45,7 +45,13 @@ from .events import (
     WindowShare,
 )
 from .grammar import tool_call_grammar
-from .notes import FINAL_ANSWER_PROMPT, notes_messages, with_closing_prompt
+from .notes import (
+    FINAL_ANSWER_PROMPT,
+    looks_like_a_call,
+    no_answer_summary,
+    notes_messages,
+    with_closing_prompt,
+)
 from .redact import mask_value
 from .servers import base as wire
 from .servers.kinds import Kind, small_window_warning
@@ -340,8 +346,15 @@ class _Run:
             reply.steps.append(record)
             if last:
                 # A call written on the last request is never run: the model was told it had none left.
-                content = protocol.parse_reply(text, loop.tools.definitions()).content.strip()
-                reply.text = content or text.strip()
+                parsed = protocol.parse_reply(text, loop.tools.definitions())
+                content = parsed.content.strip()
+                if not content or (parsed.problems and looks_like_a_call(content)):
+                    # A call in place of an answer: say so and list what ran, never the call's JSON.
+                    reply.text = no_answer_summary([r for s in reply.steps for r in s.results])
+                    if text.strip() or calls:
+                        self.notice("warning", "The model wrote a tool call instead of its answer.")
+                else:
+                    reply.text = content
                 reply.stopped = "settled" if self.settled else "stuck" if self.stuck else "steps"
                 break
             if not calls:

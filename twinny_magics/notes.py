@@ -113,3 +113,47 @@ def with_closing_prompt(messages: Sequence[Message], prompt: str = FINAL_ANSWER_
     else:
         out.append(user(prompt))
     return out
+
+
+#: The answer shown when the closing request brought a tool call (never run) instead of prose.
+NO_ANSWER = (
+    "The model did not answer: on its last request it wrote a tool call instead (not run), so there is "
+    "no answer from it."
+)
+_FOUND_LINE_CHARS = 160
+_FOUND_CALLS = 8
+
+
+def no_answer_summary(results: Sequence[ToolResult]) -> str:
+    """What to show instead of a call written as the answer: say so, then what the steps found.
+
+    One line per call of this reply (newest :data:`_FOUND_CALLS`), its arguments and the start of what
+    it returned — never the call's JSON, which read as an answer would be taken for one.
+    """
+    if not results:
+        return f"{NO_ANSWER} No tool ran in this reply."
+    lines = [f"{NO_ANSWER} What its steps found:"]
+    shown = list(results)[-_FOUND_CALLS:]
+    if len(results) > len(shown):
+        lines.append(f"- ({len(results) - len(shown)} earlier calls not listed)")
+    for result in shown:
+        arguments = ", ".join(f"{k}={v!r}" for k, v in result.call.arguments.items())
+        found = " · ".join(line.strip() for line in result.output.splitlines() if line.strip()) or "(nothing)"
+        outcome = "failed: " if result.is_error else ""
+        line = f"- {result.call.name}({arguments}) → {outcome}{mask_secrets(found[: _FOUND_LINE_CHARS * 2])}"
+        lines.append(line if len(line) <= _FOUND_LINE_CHARS else line[: _FOUND_LINE_CHARS - 1] + "…")
+    return "\n".join(lines)
+
+
+_CALL_START = ("{", "[", "<tool", "<function", "```tool", "```json", "[TOOL_CALLS]")
+
+
+def looks_like_a_call(content: str) -> bool:
+    """Whether what is left of a reply after its calls were read is itself a call that could not be read."""
+    text = content.strip()
+    if not text:
+        return False
+    if text.startswith(_CALL_START):
+        return True
+    head = text.split("(", 1)[0]
+    return "(" in text and head.isidentifier() and text.rstrip().endswith(")") and "\n" not in text

@@ -1,0 +1,92 @@
+"""Replies that answer: a call written where the answer belongs is never shown as the answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from twinny_magics.agent import Agent
+from twinny_magics.conversation import ToolCall
+from twinny_magics.notes import NO_ANSWER, looks_like_a_call, no_answer_summary
+from twinny_magics.scripted import Scripted, ScriptedServer
+
+GREP_JSON = '{"name": "grep", "arguments": {"pattern": "PORT"}}'
+GREP_CALL = f"```tool\n{GREP_JSON}\n```"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "app.py").write_text("PORT = 8080\nserve(PORT)\n")
+    return tmp_path
+
+
+def ask(workspace: Path, *replies: Scripted | str, steps: int = 2, mode: str = "native") -> Agent:
+    agent = Agent(server=ScriptedServer(list(replies)), workspace=workspace, steps=steps, mode=mode)  # type: ignore[arg-type]
+    agent.run("Which port does the app use?")
+    return agent
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        f"```tool\n{GREP_JSON}\n```",
+        GREP_JSON,
+        f"<tool_call>{GREP_JSON}</tool_call>",
+        '{"name": "grep", "arguments": {"pattern": "PORT"',  # cut off: could not be read
+        '{"name": "search_code", "arguments": {"q": "PORT"}}',  # a tool that does not exist
+        'grep(pattern="PORT")',
+        "",
+    ],
+)
+def test_a_call_written_on_the_last_request_is_never_shown_as_the_answer(workspace: Path, last: str) -> None:
+    agent = ask(workspace, GREP_CALL, last, mode="text")
+    reply = agent.replies[-1]
+    assert reply.text.startswith(NO_ANSWER)
+    assert '"arguments"' not in reply.text
+    assert "grep(pattern='PORT') → app.py:1: PORT = 8080" in reply.text
+    if last:
+        assert any("tool call instead of its answer" in n.text for n in reply.notices)
+
+
+def test_a_native_call_on_the_last_request_is_not_the_answer_either(workspace: Path) -> None:
+    first = Scripted("", (ToolCall("read_file", {"path": "app.py"}),))
+    again = Scripted("", (ToolCall("grep", {"pattern": "PORT"}),))
+    agent = ask(workspace, first, again)
+    reply = agent.replies[-1]
+    assert reply.text.startswith(NO_ANSWER)
+    assert "read_file(path='app.py') → app.py (2 lines): · 1: PORT = 8080 · 2: serve(PORT)" in reply.text
+
+
+def test_prose_before_a_call_on_the_last_request_is_kept_as_the_answer(workspace: Path) -> None:
+    agent = ask(workspace, GREP_CALL, f"The app listens on port 8080.\n{GREP_CALL}", mode="text")
+    assert agent.replies[-1].text == "The app listens on port 8080."
+
+
+def test_a_plain_answer_is_left_alone(workspace: Path) -> None:
+    agent = ask(workspace, "It uses port 8080 (app.py, line 1).", steps=3)
+    assert agent.replies[-1].text == "It uses port 8080 (app.py, line 1)."
+
+
+def test_an_answer_that_mentions_braces_is_not_taken_for_a_call() -> None:
+    assert not looks_like_a_call("The config is a dict like {'a': 1}.")
+    assert not looks_like_a_call("Call serve(PORT) to start it.")
+    assert looks_like_a_call('{"name": "grep"')
+    assert looks_like_a_call("read_file(path='a.py')")
+
+
+def test_the_summary_lists_the_newest_calls_one_line_each_and_masks_secrets() -> None:
+    from twinny_magics.conversation import ToolResult
+
+    results = [
+        ToolResult(ToolCall("grep", {"pattern": f"p{n}"}), f"hit {n}\nmore", n, is_error=n == 9)
+        for n in range(12)
+    ]
+    results.append(ToolResult(ToolCall("read_file", {"path": ".env"}), "API_KEY=sk-" + "a" * 40, 12))
+    text = no_answer_summary(results)
+    lines = text.splitlines()
+    assert lines[1] == "- (5 earlier calls not listed)"
+    assert len(lines) == 2 + 8
+    assert "grep(pattern='p9') → failed: hit 9" in text
+    assert "sk-aaaa" not in text
+    assert no_answer_summary([]).endswith("No tool ran in this reply.")
