@@ -90,3 +90,22 @@ def test_the_summary_lists_the_newest_calls_one_line_each_and_masks_secrets() ->
     assert "grep(pattern='p9') → failed: hit 9" in text
     assert "sk-aaaa" not in text
     assert no_answer_summary([]).endswith("No tool ran in this reply.")
+
+
+def test_the_cell_shows_what_the_steps_found_when_the_model_did_not_answer(workspace: Path) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.testing.globalipapp import start_ipython
+    from IPython.utils.capture import capture_output
+
+    from twinny_magics.display import ReplyView
+
+    start_ipython() or InteractiveShell.instance()
+    agent = Agent(server=ScriptedServer([GREP_CALL, GREP_CALL]), workspace=workspace, steps=2, mode="text")
+    with capture_output() as captured:
+        view = ReplyView("q")
+        view.start()
+        agent.run("Which port?", on_event=view.handle)
+    shown = "\n".join(o.data.get("text/plain", "") for o in captured.outputs)
+    assert NO_ANSWER in shown
+    assert "grep(pattern='PORT') → app.py:1: PORT = 8080" in shown
+    assert GREP_JSON not in shown

@@ -44,6 +44,7 @@ from twinny_magics.events import (
     TextDelta,
     UsageReported,
 )
+from twinny_magics.notes import NO_ANSWER
 from twinny_magics.reprs import WindowPicture, n, plain, sendable
 
 log = logging.getLogger(__name__)
@@ -417,6 +418,12 @@ class ReplyView:
             return
         self.reply = reply
         self._end_text_line()
+        if not self.quiet and reply.text.startswith(NO_ANSWER):
+            # Nothing of the last step was shown (a call is held back): what the steps found is the answer.
+            item = TextItem(len(reply.steps))
+            item.body = reply.text
+            self._show(item)
+            self._print(reply.text)
         if self.quiet:
             if self._answer is None:
                 self._answer = TextItem(0)
