@@ -9,6 +9,7 @@ re-rendered in the other mode when a server refuses native tools.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -100,9 +101,37 @@ def tool_result(result: ToolResult) -> Message:
 Mode = Literal["native", "text"]
 
 
+# What a tool result must not carry as it is (its text comes from files, commands and servers): the
+# text-mode wrapper's own tags, which would end the result early or start a fake one (`</tool_result>`
+# then "User: …"), and chat-template control tokens (`<|im_end|>`, `<|start_header_id|>`, `<｜…｜>`,
+# `<end_of_turn>`, `</s>`, `[INST]`, `[TOOL_CALLS]`…), which a server that parses special tokens in
+# message text (llama.cpp does) would read as the end of the turn. Each keeps its letters and loses
+# its opening bracket to an HTML entity — `&lt;/tool_result>`, `&lt;|im_end|>`, `&#91;INST]` — which a
+# model reads as the literal text, and which is no tag or token.
+_WRAPPER_TAG = re.compile(r"<(?=\s*/?\s*tool_result\b)", re.IGNORECASE)
+_CONTROL_TOKEN = re.compile(
+    r"<(?=[|｜]|/?s>|(?:start|end)_of_turn>|/?(?:tool_call|tool_response|function)\b)"
+    r"|\[(?=/?(?:INST|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|SYSTEM_PROMPT)\])"
+)
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def inert(text: str) -> str:
+    """``text`` unable to open or close a ``<tool_result>`` wrapper or to end a chat turn (see above)."""
+    if "<" not in text and "[" not in text:
+        return text
+    text = _WRAPPER_TAG.sub("&lt;", text)
+    return _CONTROL_TOKEN.sub(lambda m: "&lt;" if m.group(0) == "<" else "&#91;", text)
+
+
+def result_name(name: str) -> str:
+    """A tool name as an attribute value: only name characters (the model wrote it; it may hold a quote)."""
+    return _NAME_UNSAFE.sub("_", name)[:64] or "tool"
+
+
 def result_turn(result: ToolResult) -> str:
-    """A tool result as text mode says it: a user turn wrapped in ``<tool_result>``."""
-    return f'<tool_result name="{result.call.name}">\n{result.output}\n</tool_result>'
+    """A tool result as text mode says it: a user turn wrapped in ``<tool_result>`` (its text `inert`)."""
+    return f'<tool_result name="{result_name(result.call.name)}">\n{inert(result.output)}\n</tool_result>'
 
 
 def render(messages: list[Message], mode: Mode) -> list[dict[str, Any]]:
@@ -121,7 +150,7 @@ def render(messages: list[Message], mode: Mode) -> list[dict[str, Any]]:
                         "role": "tool",
                         "tool_call_id": message.result.call.id or f"call_{index}",
                         "name": message.result.call.name,
-                        "content": message.result.output,
+                        "content": inert(message.result.output),
                     }
                 )
             elif message.calls:

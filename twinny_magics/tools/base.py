@@ -32,7 +32,7 @@ class ToolLimits:
     # A walk (find, grep, name suggestions) stops after this many entries, so a workspace that turns
     # out to be a whole home folder cannot stall the kernel.
     scan_entries: int = 20_000
-    # grep skips files bigger than this; read_file has no such limit (it reads through a line window).
+    # grep skips files bigger than this; read_file reads at most files.READ_SCAN_CHARS of any file.
     grep_file_bytes: int = 5_000_000
     variables: int = 60
 
