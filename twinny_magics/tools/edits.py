@@ -3,7 +3,16 @@
 A `Change` is pure data (old bytes, new bytes, diff). In ``review`` mode it becomes a `PendingEdit` and
 nothing touches the disk until the user applies it; in ``apply`` mode it is written at once. Either way
 the write is atomic (a temporary file in the same folder, then ``os.replace``) and keeps the file's
-mode, so a crash or a stopped kernel never leaves half a file.
+mode, so a crash or a stopped kernel never leaves half a file. The write goes through file descriptors
+(`write_file`): the folder is opened from the workspace root with no symlink followed, the temporary
+file is made in it by ``dir_fd`` and renamed there by ``dir_fd``, and the folder is checked to be still
+the one at that path just before — so a link or a folder swapped in meanwhile cannot send the write
+outside the workspace. A file that is no longer a regular file (a pipe swapped in) is refused before it
+is opened, and a hard-linked one is never changed.
+
+Some paths are never written, under ``review`` and ``apply`` alike: modules Python would import in
+place of another, start-up hooks, ignore files and the like (`denied.write_refusal`). They are refused
+when the change is asked for and checked again when it is applied.
 
 A pending edit remembers the hash of the file it was computed against. Applying it re-checks that hash
 (and re-resolves the path), so a file changed meanwhile — by the user, a command, or another pending
@@ -18,22 +27,30 @@ loses them or clashes with them; the model is told to show the user the new cell
 from __future__ import annotations
 
 import difflib
+import errno
 import hashlib
 import os
 import re
+import secrets
 import stat
-import tempfile
 from contextlib import suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import ToolLimits, cut_line
-from twinny_magics.tools.files import is_binary, require
-from twinny_magics.tools.paths import Confinement, Target
+from twinny_magics.tools.files import BINARY_SNIFF_BYTES, looks_binary, require
+from twinny_magics.tools.paths import (
+    Confinement,
+    Target,
+    hard_link_message,
+    open_folder,
+    read_bytes,
+    same_folder,
+    swapped_message,
+)
 
-EditStatus = Literal["pending", "applied", "discarded", "conflict"]
+EditStatus = Literal["pending", "applied", "discarded", "conflict", "refused"]
 # What the model sees of a diff; the full diff stays on the PendingEdit for the user's review.
 DIFF_LINES_SHOWN = 60
 _NUMBERED = re.compile(r"^\s*\d+: ")
@@ -68,23 +85,31 @@ class PendingEdit:
         return self._digest is None
 
     def apply(self) -> str:
-        """Write the edit to disk (atomically); a `WorkspaceError` if the file changed since."""
+        """Write the edit to disk (atomically); a `WorkspaceError` if the file changed since.
+
+        The path is resolved and checked again (it may have become hidden, a link, or a name Python
+        would import since the edit was proposed); a refused edit is marked ``refused``, one made
+        against another version of the file ``conflict``.
+        """
         if self.status != "pending":
             raise WorkspaceError(f"The edit to {self.path} was already {self.status}.")
         self._conf.refresh()
         try:
-            same_place = self._conf.resolve(self.path).real == self._real
+            target: Target | None = self._conf.resolve(self.path)
         except WorkspaceError:
-            same_place = False
-        if not same_place or _digest(_read_bytes(self._real)) != self._digest:
+            target = None
+        if target is None or target.real != self._real:
             self.status = "conflict"
-            raise WorkspaceError(
-                f"{self.path} changed on disk since this edit was proposed, so it was not applied. "
-                "Ask for the edit again against the current file."
-            )
-        if self.creates:
-            self._real.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self._real, self._new)
+            raise WorkspaceError(_conflict_message(self.path))
+        try:
+            refuse_write(self._conf, target, "The edit")
+            write_file(target, self._new, expected=self._digest)
+        except _Changed:
+            self.status = "conflict"
+            raise WorkspaceError(_conflict_message(self.path)) from None
+        except WorkspaceError:
+            self.status = "refused"
+            raise
         self.status = "applied"
         return f"Applied the edit to {self.path}." if not self.creates else f"Created {self.path}."
 
@@ -97,35 +122,133 @@ class PendingEdit:
         return f"<PendingEdit {self.path} {self.status}>"
 
 
+class _Changed(WorkspaceError):
+    """The file on disk is not the one the edit was computed against."""
+
+
+def _conflict_message(rel: str) -> str:
+    return (
+        f"{rel} changed on disk since this edit was proposed, so it was not applied. "
+        "Ask for the edit again against the current file."
+    )
+
+
 def _digest(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def _read_bytes(path: Path) -> bytes | None:
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def write_file(target: Target, data: bytes, *, expected: str | None) -> None:
+    """Replace ``target`` by ``data`` atomically, by file descriptors (see the module docstring).
+
+    ``expected`` is the sha256 of the file the change was computed against, or None for a new file
+    (which must still not exist). Raises `_Changed` when the file is not that one any more, and a
+    `WorkspaceError` when the path was tampered with (a link or folder swapped in, a pipe, a hard link).
+    The file keeps its mode; a new one gets the umask's.
+    """
+    name = target.real.name
+    folder = open_folder(target, create=expected is None)
     try:
-        return path.read_bytes()
+        before = _lstat(name, folder)
+        if before is None:
+            if expected is not None:
+                raise _Changed(target.rel)
+            mode = 0o666 & ~_umask()
+        else:
+            if expected is None:
+                raise _Changed(target.rel)
+            _check_old(target.rel, before)
+            if _digest(_read_at(target.rel, name, folder, before)) != expected:
+                raise _Changed(target.rel)
+            mode = stat.S_IMODE(before.st_mode)
+        temp = f".{name[:80]}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fchmod(handle.fileno(), mode)
+                os.fsync(handle.fileno())
+            # The last look before the rename: the same folder at that path, the same file in it.
+            if not same_folder(target, folder):
+                raise WorkspaceError(
+                    f"The folder of {target.rel} was moved or replaced while the edit was being written, "
+                    "so it was not applied."
+                )
+            if _identity(_lstat(name, folder)) != _identity(before):
+                raise _Changed(target.rel)
+            if before is None:
+                _link_new(temp, name, folder, target.rel)
+            else:
+                os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(temp, dir_fd=folder)
+            raise
+        with suppress(OSError):
+            os.fsync(folder)  # the rename itself survives a crash
+    finally:
+        os.close(folder)
+
+
+def _lstat(name: str, folder: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
         return None
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` in one step, keeping its mode (new files get the umask's mode)."""
+def _identity(info: os.stat_result | None) -> tuple[int, ...] | None:
+    if info is None:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_nlink, info.st_mode)
+
+
+def _check_old(rel: str, info: os.stat_result) -> None:
+    """The file to be replaced must be a regular file with one name: checked before it is opened."""
+    if stat.S_ISLNK(info.st_mode):
+        raise WorkspaceError(swapped_message(rel))
+    if not stat.S_ISREG(info.st_mode):
+        raise WorkspaceError(
+            f"{rel} is no longer a regular file (a folder, pipe, socket or device is there now), so the "
+            "edit was not applied."
+        )
+    if info.st_nlink > 1:
+        raise WorkspaceError(hard_link_message(rel, info.st_nlink))
+
+
+def _read_at(rel: str, name: str, folder: int, before: os.stat_result) -> bytes:
+    """The file's bytes, opened in ``folder`` without following a link or blocking on a pipe."""
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:80]}.", suffix=".tmp")
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise WorkspaceError(swapped_message(rel)) from None
+        raise _Changed(rel) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if (info.st_dev, info.st_ino) != (before.st_dev, before.st_ino) or not stat.S_ISREG(info.st_mode):
+            raise _Changed(rel)
+        return handle.read()
+
+
+def _link_new(temp: str, name: str, folder: int, rel: str) -> None:
+    """Give the finished temporary file its name, failing if that name appeared meanwhile."""
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
+        os.link(temp, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+    except FileExistsError:
+        raise _Changed(rel) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        # No hard links on this file system: the name was absent a moment ago, so rename over it.
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        return
+    os.unlink(temp, dir_fd=folder)
 
 
 def _umask() -> int:
@@ -149,17 +272,26 @@ def refuse_notebook(target: Target, tool: str) -> None:
         )
 
 
+def refuse_write(conf: Confinement, target: Target, tool: str) -> None:
+    """A `WorkspaceError` saying why, when ``target`` is a path the tools never write (`denied`)."""
+    refusal = conf.write_refusal(target)
+    if refusal is not None:
+        reason, instead = refusal
+        raise WorkspaceError(f"{tool} was refused for {target.rel}: {reason} {instead}")
+
+
 def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, replace: str) -> Change:
     """The change replacing the one occurrence of ``find`` by ``replace``, or why it cannot be made."""
     target = require(conf, path, limits, want="file", missing_hint=" To make a new file, use create_file.")
     refuse_notebook(target, "edit_file")
+    refuse_write(conf, target, "edit_file")
     if not find:
         raise WorkspaceError(
             "find is empty: give the exact text to replace (to make a new file, use create_file)."
         )
     if find == replace:
         raise WorkspaceError("find and replace are the same, so nothing would change.")
-    old = target.real.read_bytes()
+    old = read_bytes(target)
     content = _decode(target, old)
     if "\r\n" in content and "\r" not in find:
         # The model writes \n; a Windows-style file stores \r\n. Match it the way the file is written.
@@ -191,6 +323,7 @@ def create_change(conf: Confinement, path: str, content: str) -> Change:
     refuse_notebook(target, "create_file")
     if target.rel == ".":
         raise WorkspaceError("create_file needs a file name, like notes/todo.md.")
+    refuse_write(conf, target, "create_file")
     if target.real.is_dir():
         raise WorkspaceError(f"{target.rel} is a folder; give a file name inside it.")
     if target.real.exists():
@@ -205,7 +338,7 @@ def create_change(conf: Confinement, path: str, content: str) -> Change:
 
 
 def _decode(target: Target, data: bytes) -> str:
-    if is_binary(target.real):
+    if looks_binary(data[:BINARY_SNIFF_BYTES]):
         raise WorkspaceError(f"{target.rel} is a binary file; edit_file changes text files only.")
     try:
         return data.decode("utf-8")

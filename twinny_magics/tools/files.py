@@ -8,21 +8,29 @@ inside its limit and says how to ask for the rest, because a small model's windo
 from __future__ import annotations
 
 import fnmatch
+import io
+import logging
+import os
 import re
 import stat
+import threading
+import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pathspec
+import regex
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import ToolLimits, cut_line
 from twinny_magics.tools.notebook import notebook_lines
-from twinny_magics.tools.paths import Confinement, Entry, Target, shown
+from twinny_magics.tools.paths import Confinement, Entry, Target, open_file, shown
 
 BINARY_SNIFF_BYTES = 8192
 GLOB_CHARS = frozenset("*?[")
 _Match = Callable[[Entry], bool]
+log = logging.getLogger(__name__)
 
 
 def require(
@@ -55,24 +63,76 @@ def is_regular(path: Path) -> bool:
         return False
 
 
-def is_binary(path: Path) -> bool:
-    """Whether a file looks binary: a NUL byte, or mostly bytes that are not UTF-8, near its start."""
-    with path.open("rb") as handle:
-        head = handle.read(BINARY_SNIFF_BYTES)
+def is_binary(file: Target | Entry) -> bool:
+    """Whether a file looks binary (see `looks_binary`); opened with `paths.open_file`'s checks."""
+    with open_file(file) as handle:
+        return looks_binary(handle.read(BINARY_SNIFF_BYTES))
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether a file's first bytes look binary: a NUL byte, or mostly bytes that are not UTF-8."""
     if b"\x00" in head:
         return True
     text = head.decode("utf-8", errors="replace")
     return text.count("\ufffd") > max(8, len(text) // 10)
 
 
-def text_lines(target: Target | Entry) -> Iterator[str]:
-    """A text file's lines without their line ends; a notebook's cell view."""
-    if target.real.suffix == ".ipynb":
-        yield from notebook_lines(target.real, target.rel)
-        return
-    with target.real.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            yield line.rstrip("\r\n")
+# read_file reads at most this much of a file: the lines it shows and a count of the lines around them.
+# A file past it (a log, a dump, a text head with a long NUL-free or NUL tail) is said to be longer.
+READ_SCAN_CHARS = 8 * 1024 * 1024
+# A line is read in pieces of this many characters: a line longer than a piece (minified code, a NUL
+# tail) is kept only up to what is shown and its length counted, never held whole.
+_PIECE_CHARS = 64 * 1024
+
+
+class TextLines:
+    """A text file's (or a notebook's cell view's) lines, read within a budget.
+
+    Iterating yields ``(head, length)`` for each line: at most ``keep`` characters of it and its full
+    length (line ends dropped). It stops after ``budget`` characters (``truncated`` then says the file
+    goes on) or at a line holding a NUL byte (``binary_at`` is its number: the rest is not text).
+    """
+
+    def __init__(self, file: Target | Entry, *, keep: int, budget: int = READ_SCAN_CHARS) -> None:
+        self._file = file
+        self._keep = min(keep, _PIECE_CHARS)
+        self._budget = budget
+        self.truncated = False
+        self.binary_at: int | None = None
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        if self._file.real.suffix == ".ipynb":
+            with open_file(self._file) as raw:
+                cells = notebook_lines(raw, self._file.rel)
+            for line in cells:
+                yield line[: self._keep], len(line)
+            return
+        with io.TextIOWrapper(open_file(self._file), encoding="utf-8", errors="replace") as handle:
+            seen = number = 0
+            while True:
+                if seen >= self._budget:
+                    self.truncated = handle.read(1) != ""
+                    return
+                piece = handle.readline(_PIECE_CHARS)
+                if not piece:
+                    return
+                number += 1
+                seen += len(piece)
+                if "\x00" in piece:
+                    self.binary_at = number
+                    return
+                head, length = piece[: self._keep + 2], len(piece)
+                while not piece.endswith("\n") and seen < self._budget:
+                    piece = handle.readline(_PIECE_CHARS)  # the rest of a long line: counted, not kept
+                    if not piece:
+                        break
+                    seen += len(piece)
+                    length += len(piece)
+                ended = piece.endswith("\n")
+                yield head.rstrip("\r\n")[: self._keep], length - ended
+                if not ended and seen >= self._budget:
+                    self.truncated = True
+                    return
 
 
 # --- list_dir -------------------------------------------------------------------------------------
@@ -169,11 +229,15 @@ def _walk_note(truncated: bool, limits: ToolLimits) -> str:
 def read_file(
     conf: Confinement, limits: ToolLimits, path: str, start_line: int | None, end_line: int | None
 ) -> str:
-    """Numbered lines of a text file (or a notebook's cell view), at most ``read_lines`` of them."""
+    """Numbered lines of a text file (or a notebook's cell view), at most ``read_lines`` of them.
+
+    At most `READ_SCAN_CHARS` of the file are read, a line at a time in pieces (`TextLines`), so a huge
+    file or a single huge line costs no more memory than the lines shown.
+    """
     target = require(conf, path, limits, want="file")
     name = target.rel
     notebook = target.real.suffix == ".ipynb"
-    if not notebook and is_binary(target.real):
+    if not notebook and is_binary(target):
         size = _size(target.real.stat().st_size)
         raise WorkspaceError(f"{name} is a binary file ({size}); read_file shows text files only.")
     start = 1 if start_line is None else start_line
@@ -185,79 +249,309 @@ def read_file(
     stop = min(wanted_end, start + limits.read_lines - 1)
     shown_lines: list[tuple[int, str]] = []
     total = 0
-    for total, line in enumerate(text_lines(target), start=1):
+    lines = TextLines(target, keep=limits.line_chars)
+    for total, (head, length) in enumerate(lines, start=1):
         if start <= total <= stop:
-            shown_lines.append((total, cut_line(line, limits.line_chars)))
+            shown_lines.append((total, _cut(head, length, limits.line_chars)))
     kind = (
         "notebook shown as cells, outputs summarized; edit_file cannot change notebooks" if notebook else ""
     )
+    # Where the reading stopped short of the end: a line count that is a floor, and why.
+    partial = lines.truncated or lines.binary_at is not None
+    of = f"{total}+" if partial else str(total)
+    if lines.binary_at is not None:
+        why = f"[{name} turns binary at line {lines.binary_at} (NUL bytes); read_file shows only its text.]"
+    else:
+        why = (
+            f"[read_file reads the first {READ_SCAN_CHARS // (1024 * 1024)} MB of a file and {name} is "
+            "longer; for a later part use grep, or run_command (e.g. tail -n 50).]"
+        )
     if total == 0:
+        if partial:
+            return f"{name} has no text lines read_file can show.\n{why}"
         return f"{name} is empty." if not notebook else f"{name} is a notebook with no cells."
     if start > total:
+        if partial:
+            raise WorkspaceError(
+                f"start_line {start} is past the {total} lines read_file reads of {name}. {why[1:-1]}"
+            )
         raise WorkspaceError(f"{name} has {total} lines; start_line {start} is past the end.")
     last = shown_lines[-1][0]
     width = len(str(last))
     body = [f"{n:>{width}}: {text}" for n, text in shown_lines]
-    if start == 1 and last == total:
+    if start == 1 and last == total and not partial:
         head = f"{name} ({total} line{'s' if total != 1 else ''}{'; ' + kind if kind else ''}):"
     else:
-        head = f"{name}, lines {start}–{last} of {total}{' (' + kind + ')' if kind else ''}:"
-    lines = [head, *body]
+        head = f"{name}, lines {start}–{last} of {of}{' (' + kind + ')' if kind else ''}:"
+    out = [head, *body]
     if last < min(wanted_end, total):
-        lines.append(
-            f"[Stopped at line {last} of {total}: read_file shows {limits.read_lines} lines a call. "
+        out.append(
+            f"[Stopped at line {last} of {of}: read_file shows {limits.read_lines} lines a call. "
             f"Call it with start_line={last + 1} to read on.]"
         )
     elif end_line is None and last < total:
-        lines.append(f"[{total - last} more lines; start_line={last + 1} reads on.]")
-    return "\n".join(lines)
+        out.append(f"[{total - last}{'+' if partial else ''} more lines; start_line={last + 1} reads on.]")
+    if partial:
+        out.append(why)
+    return "\n".join(out)
+
+
+def _cut(head: str, length: int, limit: int) -> str:
+    """A line (its kept head and full length) as `cut_line` shows it: the head, and how much was left out."""
+    if length <= limit:
+        return head
+    return f"{head[:limit]} …[+{length - limit} chars]"
 
 
 # --- grep -----------------------------------------------------------------------------------------
 
+# Regex search is bounded in time, so a catastrophic pattern (`(a+)+$`, `^(\w+\s?)+$`) cannot hold the
+# kernel: it runs on the `regex` engine, whose searches take a timeout and release the GIL while they
+# match (Python's `re` holds the GIL and cannot be stopped: 40 characters of `(a+)+$` take a day). The
+# bounds: the searches in one file may take `GREP_FILE_SECONDS` (that file is then left, and grep goes
+# on); a second file that does stops the search, as the pattern is the trouble; and a call may take
+# `GREP_CALL_SECONDS` in all. Workspace runs grep on a worker thread and sets ``stop`` when the reply is
+# cancelled, which grep checks between files (within a file, its time bound ends every search).
+GREP_FILE_SECONDS = 0.3
+GREP_CALL_SECONDS = 10.0
+GREP_SLOW_FILES = 2
+PATTERN_CHARS = 1000
+# The `regex` engine writes out counted repeats of literals when it compiles (`(a{1000}){1000}` takes
+# 0.4 s and 290 MB); a pattern whose repeats multiply past this is refused before it is compiled.
+PATTERN_EXPANSION = 50_000
+# Patterns whose match on a whole file can differ from their match on a line alone (lookarounds,
+# \A \Z \G, possessive and atomic parts, backtracking verbs, reverse search): these are searched line by
+# line. Every other pattern is searched on the whole file at once (a hit inside one line is that line's
+# match; one that runs past its line is checked on the line alone), which keeps an ordinary grep as fast
+# as the per-line `re` search it replaces.
+_LINE_ONLY = re.compile(r"\(\?(?:[=!>(]|<[=!])|[*+?}]\+|\\[AZzGK]|\(\*|\(\?[a-zA-Z\-]*r")
 
-def grep(conf: Confinement, limits: ToolLimits, pattern: str, path: str | None) -> str:
-    """Lines matching a Python regex, as ``file:line: text``, within the match limits."""
+
+class GrepStopped(Exception):
+    """Raised inside a search when a bound is reached; ``why`` says which."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class _Search:
+    """One grep call's compiled pattern and its clock."""
+
+    def __init__(self, pattern: str, stop: threading.Event | None, call_seconds: float) -> None:
+        self.line = _compile(pattern, 0)
+        self.whole = None if _LINE_ONLY.search(pattern) else _compile(pattern, regex.MULTILINE)
+        self.stop = stop
+        self.call_deadline = time.monotonic() + call_seconds
+        self.file_deadline = self.call_deadline
+
+    def check(self) -> None:
+        """Stop when the reply was cancelled or the call's time is up."""
+        if self.stop is not None and self.stop.is_set():
+            raise GrepStopped("cancelled")
+        if time.monotonic() >= self.call_deadline:
+            raise GrepStopped("call")
+
+    def matches(self, text: str, file_seconds: float) -> Iterator[tuple[int, str, regex.Match[str]]]:
+        """``(line number, line, match)`` for each line of ``text`` that matches, in order."""
+        self.file_deadline = min(time.monotonic() + file_seconds, self.call_deadline)
+        if not text:
+            return
+        if text.endswith("\n"):
+            text = text[:-1]  # a final line end starts no line
+        if self.whole is None:
+            for number, line in enumerate(text.split("\n"), start=1):
+                found = self._search(self.line, line, 0)
+                if found is not None:
+                    yield number, line, found
+            return
+        # One finditer over the file (one timeout for all of it); a hit that runs past its line's end is
+        # checked on the line alone, and the search starts again at the next line, so a hit that swallowed
+        # the start of the next line cannot hide that line's own match.
+        pos = counted = 0
+        number = 1
+        done = -1  # where the last line handled ends: later hits before it are in that line
+        while pos <= len(text):
+            restart = -1
+            left = self.file_deadline - time.monotonic()
+            if left <= 0:
+                raise GrepStopped(self._bound())
+            try:
+                for hit in self.whole.finditer(text, pos, timeout=left):
+                    start = hit.start()
+                    if start <= done:
+                        if hit.end() > done + 1:  # it ran from a handled line into the next one
+                            restart = done + 1
+                            break
+                        continue
+                    begin = text.rfind("\n", 0, start) + 1
+                    end = text.find("\n", start)
+                    end = len(text) if end < 0 else end
+                    number += text.count("\n", counted, begin)
+                    counted = begin
+                    done = end
+                    line = text[begin:end]
+                    if hit.end() <= end:
+                        yield number, line, hit
+                        continue
+                    found = self._search(self.line, line, 0)  # it crosses the line's end: the line decides
+                    if found is not None:
+                        yield number, line, found
+                    restart = end + 1
+                    break
+            except TimeoutError:
+                raise GrepStopped(self._bound()) from None
+            if restart < 0:
+                return
+            pos = restart
+
+    def _bound(self) -> str:
+        """Which bound ran out: the file's, or the call's (when the file's reached past it)."""
+        return "file" if self.file_deadline < self.call_deadline else "call"
+
+    def _search(self, compiled: regex.Pattern[str], text: str, pos: int) -> regex.Match[str] | None:
+        left = self.file_deadline - time.monotonic()
+        if left <= 0:
+            raise GrepStopped(self._bound())
+        try:
+            return compiled.search(text, pos, timeout=left)
+        except TimeoutError:
+            raise GrepStopped(self._bound()) from None
+
+
+def _compile(pattern: str, flags: int) -> regex.Pattern[str]:
+    """``pattern`` compiled by `regex` (the syntax of Python's `re`), or a `WorkspaceError` saying why not.
+
+    A pattern neither accepts is explained in `re`'s words, which are the ones the model knows.
+    """
+    try:
+        return regex.compile(pattern, flags)
+    except (regex.error, RecursionError, OverflowError, ValueError) as exc:
+        why = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                re.compile(pattern)
+        except re.error as said:
+            why = str(said)
+        except (RecursionError, OverflowError, ValueError):
+            pass
+        raise WorkspaceError(
+            f"{cut_line(pattern, 80)!r} is not a valid regular expression: {why}. To search for the text "
+            r"literally, escape special characters with a backslash (e.g. \( \[ \. \*)."
+        ) from None
+
+
+def _expansion(pattern: str) -> int:
+    """An upper bound of how many atoms a pattern's counted repeats write out (``(a{10}){10}`` → 100)."""
+    stack: list[tuple[int, int]] = []  # per open group: (size before it, size of its last atom's start)
+    size = 0
+    last = 0  # the size of the atom a repeat would apply to
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            size, last = size + 1, 1
+            continue
+        if char == "[":
+            close = pattern.find("]", i + 2)
+            i = len(pattern) if close < 0 else close + 1
+            size, last = size + 1, 1
+            continue
+        if char == "(":
+            stack.append((size, last))
+            size = 0
+        elif char == ")" and stack:
+            inner = max(size, 1)
+            size, _ = stack.pop()
+            size, last = size + inner, inner
+        elif char == "{":
+            repeat = re.match(r"\{(\d*)(?:,(\d*))?\}", pattern[i:])
+            if repeat and (repeat.group(1) or repeat.group(2)):
+                count = max(int(repeat.group(1) or 0), int(repeat.group(2) or 0), 1)
+                size += last * (count - 1)
+                last *= count
+                if size > PATTERN_EXPANSION:
+                    return size
+                i += repeat.end()
+                continue
+            size, last = size + 1, 1
+        elif char not in "|*+?^$":
+            size, last = size + 1, 1
+        i += 1
+    return size + sum(before for before, _ in stack)
+
+
+def grep(
+    conf: Confinement,
+    limits: ToolLimits,
+    pattern: str,
+    path: str | None,
+    *,
+    stop: threading.Event | None = None,
+    file_seconds: float | None = None,
+    call_seconds: float | None = None,
+) -> str:
+    """Lines matching a Python regex, as ``file:line: text``, within the match and time limits.
+
+    One file that cannot be searched (unreadable, vanished, a malformed notebook, too slow for the
+    pattern) is counted and named in a note; it never fails the search. The time bounds default to
+    `GREP_FILE_SECONDS` and `GREP_CALL_SECONDS`; ``stop`` ends the search early (a cancelled reply).
+    """
+    file_seconds = GREP_FILE_SECONDS if file_seconds is None else file_seconds
+    call_seconds = GREP_CALL_SECONDS if call_seconds is None else call_seconds
     if not pattern:
         raise WorkspaceError("grep needs a pattern (a Python regular expression, e.g. def main).")
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
+    if len(pattern) > PATTERN_CHARS:
         raise WorkspaceError(
-            f"{pattern!r} is not a valid regular expression: {exc}. To search for the text literally, "
-            r"escape special characters with a backslash (e.g. \( \[ \. \*)."
-        ) from None
+            f"The pattern is {len(pattern):,} characters long; grep takes at most {PATTERN_CHARS:,}. "
+            "Search for a shorter, distinctive part."
+        )
+    if _expansion(pattern) > PATTERN_EXPANSION:
+        raise WorkspaceError(
+            "The pattern's counted repeats are too large (like (a{1000}){1000}); use smaller counts, "
+            "or + and * instead."
+        )
+    search = _Search(pattern, stop, call_seconds)
     start = require(conf, path, limits)
     walk = conf.walk(start, limits.scan_entries)
     files: Iterator[Target | Entry] = iter([start]) if not start.real.is_dir() else iter(walk)
     rows: list[str] = []
-    left_out = 0
-    capped_files = 0
-    skipped = 0
+    left_out = capped_files = too_large = 0
+    unreadable: list[str] = []
+    slow: list[str] = []
+    stopped = ""
     for entry in files:
         if isinstance(entry, Entry) and entry.is_dir:
             continue
         try:
-            if not is_regular(entry.real):
-                continue
-            if entry.real.stat().st_size > limits.grep_file_bytes:
-                skipped += 1
-                continue
-            if entry.real.suffix != ".ipynb" and is_binary(entry.real):
+            search.check()
+            text = _grep_text(entry, limits)
+            if text is None:
                 continue
             in_file = 0
-            for number, line in enumerate(text_lines(entry), start=1):
-                found = regex.search(line)
-                if found is None:
-                    continue
+            for number, line, found in search.matches(text, file_seconds):
                 in_file += 1
                 if in_file > limits.grep_per_file or len(rows) >= limits.grep_matches:
                     left_out += 1
                     capped_files += in_file == limits.grep_per_file + 1
                     continue
                 rows.append(f"{entry.rel}:{number}: {_around(line, found, limits.line_chars)}")
-        except (OSError, WorkspaceError):
-            skipped += 1
+        except GrepStopped as halt:
+            if halt.why == "file":
+                slow.append(entry.rel)
+                if len(slow) < GREP_SLOW_FILES:
+                    continue
+            stopped = halt.why
+            break
+        except _TooLarge:
+            too_large += 1
+        except (OSError, WorkspaceError) as exc:
+            unreadable.append(f"{entry.rel} ({_why_unreadable(exc)})")
+        except Exception as exc:  # one bad file must never fail the whole search
+            log.warning("grep could not search %s", entry.rel, exc_info=True)
+            unreadable.append(f"{entry.rel} ({type(exc).__name__})")
     where = "the workspace" if start.rel == "." else start.rel
     notes = []
     if left_out:
@@ -266,16 +560,83 @@ def grep(conf: Confinement, limits: ToolLimits, pattern: str, path: str | None) 
             f"[{len(rows)} matches shown, {left_out} more left out{per_file}. "
             "Narrow the pattern or pass a path to see them.]"
         )
-    if skipped:
-        notes.append(f"[{skipped} file(s) were too large or unreadable and were not searched.]")
+    if stopped == "file":
+        notes.append(
+            f"[The search was stopped: the pattern took too long (over {file_seconds:g} s in a file, in "
+            f"{', '.join(slow)}). Use a simpler one, e.g. a plain word or phrase; avoid nested repeats "
+            r"like (a+)+ or (\w+\s?)+.]"
+        )
+    elif slow:
+        notes.append(
+            f"[The pattern took too long in {', '.join(slow)} (over {file_seconds:g} s), which was not "
+            "searched to the end. A simpler pattern, e.g. a plain word, would search it.]"
+        )
+    if stopped == "call":
+        notes.append(
+            f"[The search stopped after {call_seconds:g} s; results may be missing. Pass a path to search "
+            "a smaller part, or use a simpler pattern.]"
+        )
+    if too_large:
+        notes.append(
+            f"[{too_large} file(s) over {_size(limits.grep_file_bytes)} were not searched; read_file "
+            "or run_command can look into one.]"
+        )
+    if unreadable:
+        more = f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else ""
+        names = ", ".join(unreadable[:3]) + more
+        notes.append(f"[{len(unreadable)} file(s) could not be searched: {names}.]")
     if walk.truncated:
         notes.append(_walk_note(True, limits).strip())
+    if stopped == "cancelled":
+        notes.append("[The search was cancelled.]")
     if not rows:
         return "\n".join([f"No matches for {pattern!r} in {where}.", *notes])
     return "\n".join([*rows, *notes])
 
 
-def _around(line: str, found: re.Match[str], limit: int) -> str:
+class _TooLarge(Exception):
+    """A file over grep's size limit (by its size, or by what could be read of it)."""
+
+
+def _grep_text(entry: Target | Entry, limits: ToolLimits) -> str | None:
+    """The text grep searches in a file (a notebook's cell view), or None for one it passes over.
+
+    Read once, at most ``grep_file_bytes`` (+1, to tell a file that grew), with line ends made ``\\n``
+    as text mode would; a file that turns binary (a NUL byte) is searched up to it.
+    """
+    if not is_regular(entry.real):
+        return None  # a pipe or a device: opening it could block
+    if entry.real.stat().st_size > limits.grep_file_bytes:
+        raise _TooLarge
+    if entry.real.suffix == ".ipynb":
+        with open_file(entry) as raw:
+            return "\n".join(notebook_lines(raw, entry.rel))
+    with open_file(entry) as handle:
+        # At most the size it has now (+1 to tell one that grew): read(n) allocates n bytes up front.
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(min(size, limits.grep_file_bytes) + 1)
+    if len(data) > limits.grep_file_bytes:
+        raise _TooLarge
+    if looks_binary(data[:BINARY_SNIFF_BYTES]):
+        return None
+    text = data.decode("utf-8", errors="replace")
+    nul = text.find("\x00")
+    if nul >= 0:
+        text = text[:nul]
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _why_unreadable(exc: OSError | WorkspaceError) -> str:
+    """A short reason a file could not be searched, without any path of the machine."""
+    if isinstance(exc, FileNotFoundError):
+        return "it vanished"
+    if isinstance(exc, OSError):
+        return (exc.strerror or type(exc).__name__).lower()
+    text = str(exc)
+    return "not a valid notebook" if "not a valid notebook" in text else cut_line(text, 60)
+
+
+def _around(line: str, found: regex.Match[str], limit: int) -> str:
     """A long line cut to a window that still shows the match."""
     line = line.strip()
     if len(line) <= limit:

@@ -9,39 +9,69 @@ a search), so there is one place that decides. The rules:
 - An absolute path is accepted when it resolves inside the workspace (a model may copy one from a
   command's output); answers still use workspace-relative names, and a refused absolute path is never
   echoed back.
-- ``~``, NUL bytes, line breaks and overlong paths are refused before touching the file system.
-- ``.git``, ``.ipynb_checkpoints`` and whatever the workspace's ``.gitignore`` files (the root one and
-  nested ones) ignore are hidden: walks skip them silently, a direct request is told they are hidden.
-  The check runs on the path as asked *and* as resolved, so a link to ``.git/config`` is hidden too.
+- ``~`` (unless the workspace has an entry of that name), NUL bytes, line breaks, text that is not
+  UTF-8 and overlong paths are refused before touching the file system.
+- Version-control data (``.git``, ``.hg``, ``.svn``, ``.bzr``, ``_darcs``, ``.jj``, ``.pijul``, fossil's
+  checkout files, any name ending in ``.git`` such as a bare ``backup.git/``, and copies such as
+  ``.git.bak``), ``.ipynb_checkpoints`` and whatever git ignores are hidden: walks skip them silently, a
+  direct request is told they are hidden. The ignore rules are git's (see `ignores`): the workspace's
+  ``.gitignore`` files, ``info/exclude``, ``core.excludesFile`` and the ``.gitignore`` files above the
+  workspace in its repository (unless those would hide the workspace root itself).
+- Secret files (see `denied`) are withheld: walks skip them silently, a direct request is told why.
+- Every check runs on the path as asked *and* as resolved, so a link to ``.git/config`` or to ``.env``
+  is refused too. Names are compared case-folded where a case-insensitive file system would make two
+  spellings the same file.
+- A walk lists exactly what `resolve` accepts: names `resolve` could not take back (with a line break,
+  surrounding blanks, bytes that are not UTF-8, or too long) are skipped.
 
-Between resolving and opening there is a window in which a symlink could be swapped in; only a command
-the user approved could do that, and writes go through ``os.replace`` onto the resolved path.
+Opening is fd-relative (`open_file`, `open_folder`, `Confinement.hold`): from the root, every folder
+on the way is opened with ``O_NOFOLLOW`` and the file itself with ``O_NOFOLLOW | O_NONBLOCK``, so a
+symlink swapped in between the check and the open makes the open fail instead of leading elsewhere, and
+a pipe swapped in cannot block. A walk lists each folder through such a descriptor and holds it while it
+yields that folder's files, which are then opened with one ``openat`` each (cheaper than opening by
+path). The opened file must be a regular file with one name: a hard link may be the other name of a file
+outside the workspace, and nothing tells where that other name is, so such files are refused for reading
+and editing (``st_nlink > 1``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
+import io
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+import stat
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-import pathspec
-
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.tools import ignores
+from twinny_magics.tools.denied import SecretFiles, write_refusal
 
-HIDDEN_NAMES = frozenset({".git", ".ipynb_checkpoints"})
+HIDDEN_NAMES = frozenset(
+    {".git", ".ipynb_checkpoints", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".pijul", ".fslckout", "_fossil_"}
+)
 
 
 def _hidden_name(name: str) -> bool:
     # Case-folded: on a case-insensitive file system (macOS, Windows) `.GIT/config` is `.git/config`.
-    return name.lower() in HIDDEN_NAMES
+    low = name.lower()
+    return low in HIDDEN_NAMES or low.endswith(".git") or low.startswith(".git.")
 
 
 # Longer than any real project path; refusing early keeps the OS's ENAMETOOLONG out of the way.
 MAX_PATH_CHARS = 1024
 MAX_NAME_BYTES = 255
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+# Whether files can be opened fd-relative without following links (every POSIX system Python runs on).
+FD_RELATIVE = bool(_NOFOLLOW and getattr(os, "O_DIRECTORY", 0)) and os.open in os.supports_dir_fd
 
 
 @dataclass(frozen=True)
@@ -49,15 +79,31 @@ class Target:
     """A path the model asked for, once it passed the rules.
 
     ``real`` is the resolved absolute path (for I/O only, never shown); ``rel`` its workspace-relative
-    POSIX name ("." for the root), which is what messages say.
+    POSIX name ("." for the root), which is what messages say; ``root`` the workspace root that
+    `open_file` opens from (without it, from the file system's root).
     """
 
     real: Path
     rel: str
+    root: Path | None = field(default=None, compare=False, repr=False)
 
     def child(self, name: str) -> str:
         """The relative name of an entry inside this directory."""
         return name if self.rel == "." else f"{self.rel}/{name}"
+
+
+class FolderHandle:
+    """A folder a walk holds open (by a descriptor reached with no symlink followed) while it yields
+    that folder's files, so that `open_file` opens each of them with one ``openat``. Closed when the
+    walk moves on; a closed handle is never used again (its number may belong to another file)."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -68,6 +114,8 @@ class Entry:
     rel: str
     is_dir: bool
     link: bool = False
+    root: Path | None = field(default=None, compare=False, repr=False)
+    folder: FolderHandle | None = field(default=None, compare=False, repr=False)
 
 
 def shown(raw: str) -> str:
@@ -78,17 +126,31 @@ def shown(raw: str) -> str:
 
 
 class Confinement:
-    """The workspace root and its rules; see the module docstring."""
+    """The workspace root and its rules; see the module docstring.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    ``secret_files``: None for `denied.DEFAULT_SECRET_FILES`, a list of gitignore-style patterns to use
+    instead, or ``[]`` for no deny list.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, secret_files: Sequence[str] | None = None) -> None:
         self.root = Path(root).resolve(strict=True)
         if not self.root.is_dir():
             raise WorkspaceError("The workspace root must be a folder.")
-        self._specs: dict[tuple[str, ...], pathspec.GitIgnoreSpec | None] = {}
+        self.secrets = SecretFiles(secret_files)
+        # Per tool call: which rules apply in each folder (the parsed files are cached in `ignores`).
+        self._specs: dict[tuple[str, ...], ignores.Rules | None] = {}
+        self._outer: list[tuple[ignores.Rules, str]] | None = None
+        # Once per workspace: where the rules from outside it live (git config is asked once).
+        self._outer_files: list[tuple[Path, Path]] | None = None
 
     def refresh(self) -> None:
-        """Forget the cached .gitignore rules (called once per tool call, so edits to them count)."""
+        """Look at the ignore files again (once per tool call): an edit to one counts from the next call.
+
+        Only their file status is read again; a file whose size and times did not change is not parsed
+        again (see `ignores.load_rules`).
+        """
         self._specs.clear()
+        self._outer = None
 
     # --- resolving one path -------------------------------------------------------------------------
 
@@ -105,11 +167,13 @@ class Confinement:
             )
         if "\n" in raw or "\r" in raw:
             raise WorkspaceError("The path contains a line break; give one relative path like src/app.py.")
+        if not _utf8(raw):
+            raise WorkspaceError("The path is not valid text (a lone surrogate); give a plain relative path.")
         if len(raw) > MAX_PATH_CHARS or any(len(p.encode()) > MAX_NAME_BYTES for p in raw.split("/")):
             raise WorkspaceError(
                 f"The path is too long ({len(raw)} characters); give a shorter relative path."
             )
-        if raw.startswith("~"):
+        if raw.startswith("~") and not os.path.lexists(self.root / raw.split("/", 1)[0]):
             raise WorkspaceError(
                 f"{shown(raw)} is in the home folder, outside the workspace. Paths are relative to the "
                 "workspace root, like src/app.py; list_dir shows what is there."
@@ -127,15 +191,23 @@ class Confinement:
         rel = _relname(real, self.root)
         called = rel if given.is_absolute() else shown(raw)
         # Checked as written, as normalized and as resolved: `.git/../.git/HEAD`, `ignored/../x` and a
-        # link to `.git/config` are all caught.
+        # link to `.git/config` are all caught. The path as written may hold `..`, so only the other two
+        # are matched against the secret and ignore rules.
         lexical = Path(os.path.normpath(candidate))
         normal = _relname(lexical, self.root) if lexical.is_relative_to(self.root) else rel
-        for index, name in enumerate((rel if given.is_absolute() else raw, normal, rel)):
+        for name in (rel if given.is_absolute() else raw, normal, rel):
             part = next((p for p in PurePosixPath(name).parts if _hidden_name(p)), None)
-            # The path as written may hold `..`, so the ignore rules are checked on the other two only.
-            if part is not None or (index > 0 and self.is_hidden(name, is_dir=(self.root / name).is_dir())):
+            if part is not None:
                 raise WorkspaceError(_hidden_message(called, part))
-        return Target(real, rel)
+        checked = {name: (self.root / name).is_dir() for name in (normal, rel)}
+        for name, is_dir in checked.items():
+            pattern = self.secrets.match(name, is_dir=is_dir)
+            if pattern is not None:
+                raise WorkspaceError(_secret_message(called, pattern))
+        for name, is_dir in checked.items():
+            if self.is_hidden(name, is_dir=is_dir):
+                raise WorkspaceError(_hidden_message(called, None))
+        return Target(real, rel, self.root)
 
     def _outside_message(self, raw: str, candidate: Path) -> str:
         """Why a path that resolved outside the root was refused, in words the model can use."""
@@ -166,78 +238,191 @@ class Confinement:
         )
 
     def _ignored(self, parts: tuple[str, ...], *, is_dir: bool) -> bool:
-        """Whether the .gitignore files say so, given that no parent folder is ignored."""
+        """Whether git's ignore rules say so, given that no parent folder is ignored."""
         if parts and _hidden_name(parts[-1]):
             return True
         verdict: bool | None = None
-        # Deeper .gitignore files come later and win, as in git.
+        path = "/".join(parts) + ("/" if is_dir else "")
+        # Lowest priority first: the rules from outside the workspace, then the .gitignore files from the
+        # root down; deeper ones come later and win, as in git.
+        for outer, prefix in self._outer_rules():
+            include = outer.check(prefix + path)
+            if include is not None:
+                verdict = include
         for depth in range(len(parts)):
             spec = self._spec(parts[:depth])
             if spec is None:
                 continue
             sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
-            include = spec.check_file(sub).include
+            include = spec.check(sub)
             if include is not None:
                 verdict = include
         return bool(verdict)
 
-    def _spec(self, folder: tuple[str, ...]) -> pathspec.GitIgnoreSpec | None:
-        """The rules of ``folder/.gitignore``, or None; read once per tool call."""
+    def _spec(self, folder: tuple[str, ...]) -> ignores.Rules | None:
+        """The rules of ``folder/.gitignore``, or None; looked at once per tool call."""
         if folder in self._specs:
             return self._specs[folder]
         spec = None
         path = self.root.joinpath(*folder, ".gitignore")
         try:
             # A .gitignore that is a link out of the workspace is not read: its text is not ours.
-            if path.is_file() and path.resolve().is_relative_to(self.root):
-                spec = pathspec.GitIgnoreSpec.from_lines(
-                    path.read_text(encoding="utf-8", errors="replace").splitlines()
-                )
-        except (OSError, ValueError):
+            if os.path.lexists(path) and path.resolve().is_relative_to(self.root):
+                spec = ignores.load_rules(path)
+        except (OSError, RuntimeError, ValueError):
             spec = None
         self._specs[folder] = spec
         return spec
 
+    def _outer_rules(self) -> list[tuple[ignores.Rules, str]]:
+        """The rules from outside the workspace, each with the prefix that makes a workspace path theirs.
+
+        Dropped altogether when they would hide the workspace root itself (a notebook kept in a folder
+        the repository ignores): hiding every file would leave the tools nothing to work on.
+        """
+        if self._outer is not None:
+            return self._outer
+        if self._outer_files is None:
+            self._outer_files = ignores.outer_sources(self.root)
+        rules = []
+        for path, base in self._outer_files:
+            spec = ignores.load_rules(path)
+            if spec is not None:
+                prefix = _relname(self.root, base)
+                rules.append((spec, "" if prefix == "." else prefix + "/"))
+        self._outer = rules
+        if rules and self._hides_root(rules):
+            self._outer = []
+        return self._outer
+
+    @staticmethod
+    def _hides_root(rules: list[tuple[ignores.Rules, str]]) -> bool:
+        """Whether the outside rules ignore the workspace root or a folder between it and their own."""
+        chains = [(spec, prefix.rstrip("/").split("/") if prefix else []) for spec, prefix in rules]
+        depth = max(len(parts) for _, parts in chains)
+        for up in range(depth):  # the root itself, then each folder above it that some rule can see
+            verdict: bool | None = None
+            for spec, parts in chains:
+                if len(parts) > up:
+                    include = spec.check("/".join(parts[: len(parts) - up]) + "/")
+                    verdict = include if include is not None else verdict
+            if verdict:
+                return True
+        return False
+
+    # --- writes -------------------------------------------------------------------------------------
+
+    def write_refusal(self, target: Target) -> tuple[str, str] | None:
+        """Why ``target`` must never be written by a tool, and what to do instead; None if it may be.
+
+        See `denied.write_refusal`; git's global excludes file is refused here when it is inside.
+        """
+        if self._outer_files is None:
+            self._outer_files = ignores.outer_sources(self.root)
+        for path, _base in self._outer_files:
+            try:
+                if path.resolve() == target.real:
+                    return (
+                        "it is one of git's ignore files, which decide what the tools may show.",
+                        "Tell the user what to change in it instead.",
+                    )
+            except (OSError, RuntimeError):
+                continue
+        return write_refusal(target.rel, root=self.root, import_dirs=self.import_dirs())
+
+    def import_dirs(self) -> list[str]:
+        """The workspace folders on the kernel's import path, as relative names ("." is always one)."""
+        found = ["."]
+        for entry in sys.path:
+            try:
+                path = Path(entry or ".").resolve()
+            except (OSError, RuntimeError, TypeError, ValueError):
+                continue
+            if path.is_relative_to(self.root):
+                rel = _relname(path, self.root)
+                if rel not in found:
+                    found.append(rel)
+        return found
+
     # --- walking ------------------------------------------------------------------------------------
 
-    def entries(self, folder: Target, *, strict: bool = False) -> Iterator[Entry]:
+    def entries(
+        self, folder: Target, *, strict: bool = False, handle: FolderHandle | None = None
+    ) -> Iterator[Entry]:
         """The visible entries of one folder, sorted: folders first, then by name.
 
         A folder that cannot be read has no entries for a walk; with ``strict`` it is an error instead.
+        The folder is listed through a descriptor opened from the root with no symlink followed, so a
+        link swapped in for it cannot list another folder's names; a walk passes the ``handle`` it holds
+        open, and it goes with each file that is not a link (for `open_file`).
         """
+        own = handle is None
         try:
-            with os.scandir(folder.real) as it:
-                found = list(it)
-        except OSError as exc:
+            held = self.hold(folder) if handle is None else handle
+        except WorkspaceError:
             if strict:
-                raise WorkspaceError(_os_message(folder.rel, exc)) from None
+                raise
             return
-        found.sort(key=lambda e: (not _is_dir(e), e.name.lower(), e.name))
-        for dirent in found:
-            entry = self._visible(folder, dirent)
-            if entry is not None:
-                yield entry
+        try:
+            try:
+                with os.scandir(held.fd if held.fd is not None else folder.real) as it:
+                    found = list(it)
+            except OSError as exc:
+                if strict:
+                    raise WorkspaceError(_os_message(folder.rel, exc)) from None
+                return
+            found.sort(key=lambda e: (not _is_dir(e), e.name.lower(), e.name))
+            for dirent in found:
+                entry = self._visible(folder, dirent, None if own else held)
+                if entry is not None:
+                    yield entry
+        finally:
+            if own:
+                held.close()
 
-    def _visible(self, folder: Target, dirent: os.DirEntry[str]) -> Entry | None:
-        """The entry, or None when it is hidden or a link that leads out (skipped silently)."""
-        rel = folder.child(dirent.name)
-        if "\n" in dirent.name or "\r" in dirent.name:
-            return None  # a name no tool call could name back
+    def hold(self, folder: Target) -> FolderHandle:
+        """``folder`` opened from the root with no symlink followed (an empty handle where files
+        cannot be opened fd-relative); a `WorkspaceError` if a link was swapped in or it is gone."""
+        real = str(folder.real)
+        if not FD_RELATIVE or not folder.real.is_relative_to(self.root):
+            return FolderHandle(None)
+        inner = real[len(str(self.root)) :].strip(os.sep)
+        parts = inner.split(os.sep) if inner else []
+        return FolderHandle(_open_chain(str(self.root), parts, create=False, name=folder.rel))
+
+    def _visible(
+        self, folder: Target, dirent: os.DirEntry[str], handle: FolderHandle | None = None
+    ) -> Entry | None:
+        """The entry, or None when it is hidden, withheld, or a link that leads out (skipped silently)."""
+        name = dirent.name
+        rel = folder.child(name)
+        if not _nameable(name) or len(rel) > MAX_PATH_CHARS:
+            return None  # a name no tool call could name back (see `resolve`)
+        path = folder.real / name  # (dirent.path is the bare name when listed through a descriptor)
         if dirent.is_symlink():
             try:
-                real = Path(dirent.path).resolve(strict=True)
+                real = path.resolve(strict=True)
             except (OSError, RuntimeError):
                 return None  # dangling or looping
             if not real.is_relative_to(self.root):
                 return None
             is_dir = real.is_dir()
-            if self.is_hidden(rel, is_dir=is_dir) or self.is_hidden(_relname(real, self.root), is_dir=is_dir):
+            target = _relname(real, self.root)
+            if (
+                self.is_hidden(rel, is_dir=is_dir)
+                or self.is_hidden(target, is_dir=is_dir)
+                or self.secrets.match(rel, is_dir=is_dir) is not None
+                or self.secrets.match(target, is_dir=is_dir) is not None
+            ):
                 return None
-            return Entry(real, rel, is_dir, link=True)
+            return Entry(real, rel, is_dir, link=True, root=self.root)
         is_dir = _is_dir(dirent)
         if self._ignored(tuple(rel.split("/")), is_dir=is_dir):
             return None
-        return Entry(Path(dirent.path), rel, is_dir)
+        # The folders above were checked when the walk entered them.
+        if self.secrets and self.secrets.match(rel, is_dir=is_dir, parents=False) is not None:
+            return None
+        return Entry(path, rel, is_dir, root=self.root, folder=None if is_dir else handle)
 
     def walk(self, start: Target, limit: int) -> Walk:
         """Every visible entry under ``start``, depth first, at most ``limit`` of them."""
@@ -245,7 +430,8 @@ class Confinement:
 
     def suggestions(self, raw: str, limit: int, n: int = 4) -> list[str]:
         """Existing visible names closest to a path that does not exist."""
-        names = [e.rel + ("/" if e.is_dir else "") for e in self.walk(Target(self.root, "."), limit)]
+        walk = self.walk(Target(self.root, ".", self.root), limit)
+        names = [e.rel + ("/" if e.is_dir else "") for e in walk]
         wanted = raw.strip().strip("/")
         close = difflib.get_close_matches(wanted, names, n=n, cutoff=0.6)
         base = wanted.rsplit("/", 1)[-1]
@@ -274,15 +460,165 @@ class Walk:
         stack = [self._start]
         while stack:
             folder = stack.pop()
-            children = list(self._confinement.entries(folder))
-            for entry in children:
-                count += 1
-                if count > self._limit:
-                    self.truncated = True
-                    return
-                yield entry
+            try:
+                handle = self._confinement.hold(folder)
+            except WorkspaceError:
+                continue  # swapped for a link or gone since it was listed: skipped, like any dead entry
+            try:
+                children = list(self._confinement.entries(folder, handle=handle))
+                for entry in children:
+                    count += 1
+                    if count > self._limit:
+                        self.truncated = True
+                        return
+                    yield entry
+            finally:
+                handle.close()
             # Reversed so that the stack pops folders in sorted order.
-            stack.extend(Target(e.real, e.rel) for e in reversed(children) if e.is_dir and not e.link)
+            stack.extend(Target(e.real, e.rel, e.root) for e in reversed(children) if e.is_dir and not e.link)
+
+
+# --- opening without following links ----------------------------------------------------------------
+
+
+def open_file(file: Target | Entry) -> io.BufferedReader:
+    """``file`` opened for reading, fd-relative from the workspace root with no symlink followed.
+
+    A `WorkspaceError` (in workspace terms) when a symlink was swapped into its path since it was
+    resolved, when it is not a regular file (a pipe would block), or when it has other names (hard
+    links) that may lie outside the workspace.
+    """
+    fd = _open_regular(file, os.O_RDONLY | _NONBLOCK)
+    try:
+        _check_regular(file.rel, os.fstat(fd))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(file: Target | Entry) -> bytes:
+    """All of ``file``'s bytes, read through `open_file`."""
+    with open_file(file) as handle:
+        return handle.read()
+
+
+def open_folder(file: Target, *, create: bool = False) -> int:
+    """A file descriptor of ``file``'s folder, opened from the root with no symlink followed.
+
+    With ``create``, missing folders on the way are made (as ``mkdir -p`` would, but never through a
+    link). The caller closes it.
+    """
+    root, parts = _split(file)
+    return _open_chain(root, parts[:-1], create=create, name=file.rel)
+
+
+def same_folder(file: Target, fd: int) -> bool:
+    """Whether ``file``'s folder, opened again from the root, is still the folder ``fd`` is open on."""
+    try:
+        again = open_folder(file)
+    except (OSError, WorkspaceError):
+        return False
+    try:
+        now, then = os.fstat(again), os.fstat(fd)
+    finally:
+        os.close(again)
+    return (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino)
+
+
+def hard_link_message(name: str, links: int) -> str:
+    """Why a file with several names is not used."""
+    return (
+        f"{name} has {links} names (it is hard-linked): the other names may be outside the workspace and "
+        "there is no way to tell where, so the tools do not read or change it. Ask the user to copy it "
+        "if it is needed."
+    )
+
+
+def swapped_message(name: str) -> str:
+    """Why an open failed because a link appeared on the path after it was checked."""
+    return (
+        f"{name} changed while it was being opened (a symbolic link appeared on its path), so it was not "
+        "used. Look at it again with list_dir."
+    )
+
+
+def _check_regular(name: str, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise WorkspaceError(f"{name} is not a regular file (a pipe, socket or device); it cannot be used.")
+    if info.st_nlink > 1:
+        raise WorkspaceError(hard_link_message(name, info.st_nlink))
+
+
+def _split(file: Target | Entry) -> tuple[str, list[str]]:
+    """The folder to open from and the names to open one by one from there (plain string work:
+    this runs for every file a grep reads)."""
+    real = str(file.real)
+    root = str(file.root) if file.root is not None else ""
+    if root and real == root:
+        return root, []
+    if root and real.startswith(root.rstrip(os.sep) + os.sep):
+        return root, real[len(root.rstrip(os.sep)) + 1 :].split(os.sep)
+    anchor = file.real.anchor
+    return anchor, [part for part in real[len(anchor) :].split(os.sep) if part]
+
+
+def _open_regular(file: Target | Entry, flags: int) -> int:
+    held = file.folder.fd if isinstance(file, Entry) and file.folder is not None else None
+    if held is not None and FD_RELATIVE:
+        try:
+            return os.open(file.real.name, flags | _NOFOLLOW | _CLOEXEC, dir_fd=held)
+        except OSError as exc:
+            raise WorkspaceError(_open_message(file.rel, exc)) from None
+    root, parts = _split(file)
+    if not parts:
+        raise WorkspaceError(f"{file.rel} is a folder; use list_dir to see what is in it.")
+    if not FD_RELATIVE:  # no fd-relative opening here: open the path, then check it is the same file
+        try:
+            before = os.stat(file.real, follow_symlinks=False)
+            fd = os.open(file.real, flags | _CLOEXEC | getattr(os, "O_BINARY", 0))
+        except OSError as exc:
+            raise WorkspaceError(_os_message(file.rel, exc)) from None
+        after = os.fstat(fd)
+        if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino):
+            os.close(fd)
+            raise WorkspaceError(swapped_message(file.rel))
+        return fd
+    folder = _open_chain(root, parts[:-1], create=False, name=file.rel)
+    try:
+        return os.open(parts[-1], flags | _NOFOLLOW | _CLOEXEC, dir_fd=folder)
+    except OSError as exc:
+        raise WorkspaceError(_open_message(file.rel, exc)) from None
+    finally:
+        os.close(folder)
+
+
+def _open_chain(root: str, parts: Sequence[str], *, create: bool, name: str) -> int:
+    """The folder ``root/parts…`` opened one name at a time, never through a symlink."""
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        raise WorkspaceError(_open_message(name, exc)) from None
+    try:
+        for part in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+            following = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = following
+    except OSError as exc:
+        os.close(fd)
+        raise WorkspaceError(_open_message(name, exc)) from None
+    return fd
+
+
+def _open_message(name: str, exc: OSError) -> str:
+    if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+        return swapped_message(name)
+    if exc.errno == errno.ENOENT:
+        return f"{name} does not exist (it was removed meanwhile). list_dir shows what is there."
+    return _os_message(name, exc)
 
 
 def _is_dir(dirent: os.DirEntry[str]) -> bool:
@@ -290,6 +626,19 @@ def _is_dir(dirent: os.DirEntry[str]) -> bool:
         return dirent.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _nameable(name: str) -> bool:
+    """Whether `resolve` can take this name back: no line break, no surrounding blanks, valid text."""
+    return "\n" not in name and "\r" not in name and name == name.strip() and _utf8(name)
 
 
 def _relname(path: Path, root: Path) -> str:
@@ -300,9 +649,17 @@ def _hidden_message(name: str, part: str | None) -> str:
     why = (
         f"{part} is hidden from the tools"
         if part
-        else "it is ignored by .gitignore, so the tools do not show it"
+        else "it is ignored by .gitignore (or git's exclude files), so the tools do not show it"
     )
     return f"{name} is not available: {why}. list_dir shows the files you can use."
+
+
+def _secret_message(name: str, pattern: str) -> str:
+    return (
+        f"{name} is withheld as a likely secret (it matches {pattern!r} in the deny list of secret files): "
+        "the tools never show, search or change such files. Work without it, or ask the user to do the "
+        "step that needs it."
+    )
 
 
 def _os_message(name: str, exc: OSError) -> str:

@@ -8,20 +8,24 @@ group is killed).
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import difflib
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.redact import MASK, mask_secrets
 from twinny_magics.tools import commands, files, notebook
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
-from twinny_magics.tools.paths import Confinement
+from twinny_magics.tools.paths import Confinement, shown
 from twinny_magics.tools.registry import TOOLS, bind
 
 EditsMode = Literal["review", "apply"]
@@ -35,6 +39,16 @@ HEADLESS = (
 )
 DECLINED = "The user declined to run this command. Do not run it again; ask the user or find another way."
 OFF = "run_command is off in this session (commands=off). Ask the user to run the command."
+MASKED_FIND = (
+    f"find contains {MASK}, which stands for a secret the tools hid from you: {{path}} has the real value "
+    "there, so find cannot match it. Change the lines around it without including that text, or ask the "
+    "user to change the secret."
+)
+MASK_WRITTEN = (
+    f"Not done: this would write {MASK} into {{path}}. That text stands for a secret the tools hid from "
+    "you, not the secret itself, so writing it would lose or replace the real value. Leave that line out "
+    'of find and replace, or read the value from the environment (e.g. os.environ["API_KEY"]).'
+)
 
 
 class Workspace:
@@ -49,12 +63,15 @@ class Workspace:
         approve: Approve | None = None,
         namespace: Mapping[str, Any] | None = None,
         limits: ToolLimits = ToolLimits(),  # noqa: B008 (frozen, so one shared default is safe)
+        secret_files: Sequence[str] | None = None,
+        descriptions: Mapping[str, str] | None = None,
     ) -> None:
         if edits not in ("review", "apply"):
             raise ValueError(f"edits must be 'review' or 'apply', not {edits!r}")
         if commands not in ("ask", "allow", "off"):
             raise ValueError(f"commands must be 'ask', 'allow' or 'off', not {commands!r}")
-        self._conf = Confinement(root)
+        # secret_files: None for the deny list in tools/denied.py, patterns to use instead, [] for none.
+        self._conf = Confinement(root, secret_files=secret_files)
         self._given_root = os.path.abspath(root)
         self.root: Path = self._conf.root
         self.edits: EditsMode = edits
@@ -64,6 +81,11 @@ class Workspace:
         self.limits = limits
         # Every edit proposed or made in this session, in order; `pending` is the ones still waiting.
         self.proposals: list[PendingEdit] = []
+        # A tool's description as the model reads it, replaced whole (prompt tuning; see definitions()).
+        unknown = sorted(set(descriptions or {}) - set(TOOLS))
+        if unknown:
+            raise ValueError(f"No tool named {unknown[0]!r} to describe; the tools are: {', '.join(TOOLS)}.")
+        self.descriptions: dict[str, str] = dict(descriptions or {})
 
     @property
     def pending(self) -> list[PendingEdit]:
@@ -108,11 +130,25 @@ class Workspace:
                 name == "kernel_variables" and self.namespace is None
             ):
                 continue
-            out.append(spec.definition(extra.get(name, ""), read_lines=self.limits.read_lines))
+            definition = spec.definition(extra.get(name, ""), read_lines=self.limits.read_lines)
+            if name in self.descriptions:
+                # Exactly the given text, not formatted and with no note appended: what is tuned is what
+                # the model reads.
+                definition["function"]["description"] = self.descriptions[name]
+            out.append(definition)
         return out
 
     async def run(self, call: ToolCall) -> ToolOutput:
-        """Run one call; every problem the model can fix comes back as an ``is_error`` output."""
+        """Run one call; every problem the model can fix comes back as an ``is_error`` output.
+
+        Every output, errors included, has secret-shaped text masked (`redact.mask_secrets`) here, the
+        one place all of them pass on their way to the model server.
+        """
+        out = await self._run(call)
+        masked = mask_secrets(out.text)
+        return out if masked == out.text else dataclasses.replace(out, text=masked)
+
+    async def _run(self, call: ToolCall) -> ToolOutput:
         name = call.name
         spec = TOOLS.get(name)
         if spec is None:
@@ -152,11 +188,27 @@ class Workspace:
             text = files.read_file(conf, limits, args["path"], args.get("start_line"), args.get("end_line"))
             return ToolOutput(text)
         if name == "grep":
-            return ToolOutput(files.grep(conf, limits, args["pattern"], args.get("path")))
+            # On a worker thread: the searches release the GIL and are bounded in time (files.grep), and
+            # a cancelled reply (the stop button) is not kept waiting; `stop` ends the thread's search.
+            stop = threading.Event()
+            try:
+                text = await asyncio.to_thread(
+                    files.grep, conf, limits, args["pattern"], args.get("path"), stop=stop
+                )
+            finally:
+                stop.set()
+            return ToolOutput(text)
         if name == "edit_file":
-            return self._settle(edit_change(conf, limits, args["path"], args["find"], args["replace"]))
+            find = args["find"]
+            try:
+                change = edit_change(conf, limits, args["path"], find, args["replace"])
+            except WorkspaceError as exc:
+                if MASK in find and str(exc).startswith("find "):  # not found, or not exactly
+                    raise WorkspaceError(MASKED_FIND.format(path=shown(args["path"]))) from None
+                raise
+            return self._settle(_no_mask_written(change))
         if name == "create_file":
-            return self._settle(create_change(conf, args["path"], args["content"]))
+            return self._settle(_no_mask_written(create_change(conf, args["path"], args["content"])))
         if name == "run_command":
             return await self._command(args["command"])
         return ToolOutput(notebook.kernel_variables(self.namespace, limits.variables))
@@ -191,14 +243,26 @@ class Workspace:
             if self.approve is None:
                 return ToolOutput(HEADLESS, is_error=True)
             try:
-                answer = self.approve(command)
+                answer: object = self.approve(command)
                 if inspect.isawaitable(answer):
                     answer = await answer
             except Exception:
                 log.warning("approving a command failed", exc_info=True)
                 return ToolOutput("run_command was not run: asking the user for approval failed.", True)
-            if not answer:
+            if answer is False:
                 return ToolOutput(DECLINED, is_error=True)
+            if answer is not True:
+                # Only the bool True approves: input()'s "n", "", None, 0 or a stray object must not.
+                try:
+                    shown = f"{cut_line(repr(answer), 40)} ({type(answer).__name__})"
+                except Exception:
+                    shown = f"a {type(answer).__name__}"
+                log.warning("the approve callback answered %s, not True or False; not run", shown)
+                return ToolOutput(
+                    f"run_command was not run: the approval answer was not a yes or no (it was {shown}); "
+                    "only True approves a command. Do not run it again; ask the user.",
+                    is_error=True,
+                )
         text, failed = await commands.run_command(
             command, self.root, timeout=self.limits.command_timeout, tail=self.limits.command_tail
         )
@@ -210,3 +274,11 @@ class Workspace:
             if len(root) > 1:  # a workspace at "/" would otherwise lose every slash
                 text = text.replace(root, ".")
         return text
+
+
+def _no_mask_written(change: Change) -> Change:
+    """``change``, unless it writes `MASK` where the file had none: the model copied masked text back."""
+    written = MASK.encode()
+    if change.new.count(written) > (change.old or b"").count(written):
+        raise WorkspaceError(MASK_WRITTEN.format(path=change.target.rel))
+    return change
