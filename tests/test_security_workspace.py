@@ -227,6 +227,15 @@ def test_the_defaults_cover_what_the_brief_names() -> None:
     assert not SecretFiles([])
 
 
+def test_source_code_named_for_secrets_stays_readable_and_its_keys_are_masked() -> None:
+    """credentials.py in an auth library is code a question is about; a data file of that name is not."""
+    rules = SecretFiles()
+    for rel in ("google/auth/credentials.py", "lib/secrets.pyi", "src/secretStore.ts", "docs/secrets.md"):
+        assert rules.match(rel, is_dir=False) is None, rel
+    for rel in ("client_secret.json", "secrets.yaml", "credentials.csv", "secrets/keys.py"):
+        assert rules.match(rel, is_dir=False) is not None, rel
+
+
 # --- 2. nothing the agent writes is imported behind the user's back ------------------------------------
 
 PAYLOAD = "import pathlib; pathlib.Path({marker!r}).write_text('ran')\n"
@@ -912,3 +921,16 @@ async def test_a_notebook_gets_the_same_checks_as_any_file(ws_root: Path, outsid
     grepped = await call(ws, "grep", pattern="key")
     for out in (read, grepped):
         no_leak(out, ws_root.parent)
+
+
+async def test_a_key_written_in_a_visible_source_file_reaches_the_model_masked(tmp_path: Path) -> None:
+    key = "sk-proj-" + "Ab3" * 15
+    put(tmp_path, "app/credentials.py", f'API_KEY = "{key}"\nTIMEOUT = 30\n')
+    ws = Workspace(tmp_path)
+    for output in (
+        await call(ws, "read_file", path="app/credentials.py"),
+        await call(ws, "grep", pattern="API_KEY"),
+    ):
+        assert key not in output.text
+        assert "[secret hidden]" in output.text
+    assert "TIMEOUT = 30" in (await call(ws, "read_file", path="app/credentials.py")).text

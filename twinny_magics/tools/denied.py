@@ -21,7 +21,9 @@ The defaults:
   ``.git-credentials``, ``.docker/config.json``, ``.kube/config``, ``.config/gh/hosts.yml``, ``.s3cfg``,
   ``.boto``, ``.vault-token``, ``.terraformrc``, ``terraform.rc``, ``.htpasswd``;
 - whole folders: ``.aws/``, ``.ssh/``, ``.gnupg/``, ``.azure/``, ``.config/gcloud/``;
-- names that say so: ``*secret*`` (so ``*secrets*``) and ``*credential*``, files and folders alike;
+- names that say so: ``*secret*`` (so ``*secrets*``) and ``*credential*``, files and folders alike —
+  except source code and docs (``credentials.py``, ``secrets.ts``, ``secret-handling.md``): those are the
+  code a question is about, and a key written in them is masked in every result (``redact``);
 - Terraform: ``*.tfvars``, ``*.tfvars.json``, ``*.tfstate``, ``*.tfstate.*``.
 
 Override with ``secret_files=`` on `Workspace` (or `Confinement`): ``None`` keeps the defaults, a list
@@ -69,6 +71,10 @@ import pathspec
 
 from twinny_magics.tools.ignores import NameFilter
 
+_SOURCE_EXTENSIONS = (
+    "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "rs", "java", "kt", "rb", "php", "cs",
+    "c", "h", "cc", "cpp", "hpp", "swift", "scala", "md", "rst",
+)  # fmt: skip
 DEFAULT_SECRET_FILES: tuple[str, ...] = (
     # Environment files; the templates checked in beside them stay visible.
     ".env",
@@ -115,9 +121,13 @@ DEFAULT_SECRET_FILES: tuple[str, ...] = (
     ".gnupg/",
     ".azure/",
     "**/.config/gcloud/",
-    # Names that say what they hold.
+    # Names that say what they hold...
     "*secret*",
     "*credential*",
+    # ...but not source code named for what it handles (google-auth's credentials.py, Python's own
+    # secrets.py): hiding it loses the code questions are about, and a key written in it is masked in
+    # every tool result anyway (redact.py).
+    *(f"!*{word}*.{ext}" for word in ("secret", "credential") for ext in _SOURCE_EXTENSIONS),
     # Terraform variables and state hold provider keys and every resource's secrets.
     "*.tfvars",
     "*.tfvars.json",
