@@ -234,7 +234,7 @@ def test_text_style_prints_each_piece_as_it_arrives(recorded: tuple[list[Event],
 def test_quiet_shows_only_the_answer(shell: InteractiveShell, recorded: tuple[list[Event], Path]) -> None:
     _, captured = replay(recorded[0], quiet=True)
     outputs = final_outputs(captured)
-    assert [data.get("text/plain") for data in outputs][0] == ANSWER
+    assert outputs[0]["text/plain"] == ANSWER
     assert "<strong>x</strong>" in outputs[0]["text/html"]
     assert "wait for review" in outputs[1]["text/plain"]
 

@@ -66,10 +66,24 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
             "root ::= call",
         ],
     },
-    # Two sessions on SmolLM2 differing in one text each time, compared side by side.
+    # Variants of SmolLM2's prompts measured over three questions: %%agent compare, then run() resumed from
+    # its saved results (only the new variant runs), each comparison with its table; one reply up close.
     "prompt_tuning.ipynb": {
-        "agent": ["Request 1 · text", "[1.0]", "Request 2 · text · last, no tools"],
-        "after": ["closing prompt", "grep's description", "system prompt", "tokens per request"],
+        "agent": [
+            "Done: 6 runs",
+            "Experiment: 3 questions × 2 variants",
+            "answer vs default: fixed",
+            "McNemar",
+        ],
+        "after": [
+            "Done: 3 runs",
+            "9/9 runs",
+            "12/12 runs",
+            "grep hint vs answer",
+            "system prompt vs answer",
+            "── Request 1 · text",
+            "Request 2 · text · last, no tools",
+        ],
     },
 }
 #: Notebooks that start the embedded llama.cpp server (a real model).

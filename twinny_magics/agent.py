@@ -21,6 +21,7 @@ from .events import Event, Notice, Reply, ReplyFinished
 from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
 from .notes import FINAL_ANSWER_PROMPT, NoteEntry, turn_notes
 from .tools import Approve, CommandsMode, EditsMode, Workspace
+from .tools.registry import TOOLS
 
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
 HISTORY_TURNS = 3
@@ -44,6 +45,7 @@ class Agent:
     ``server`` may be any :class:`~twinny_magics.loop.ModelServer` (e.g. the scripted model); otherwise
     ``base_url``/``model``/``kind`` name one, or the usual places are looked at and the embedded llama.cpp
     server is the fallback. ``tools`` replaces the workspace tools (any :class:`~twinny_magics.loop.Toolset`).
+    ``tool_descriptions`` (``{"grep": "..."}``) replaces a workspace tool's description, word for word.
     """
 
     def __init__(
@@ -71,7 +73,16 @@ class Agent:
         grammar: GrammarSetting = "auto",
         timeout: float | None = None,
         extra: dict[str, Any] | None = None,
+        tool_descriptions: Mapping[str, str] | None = None,
     ) -> None:
+        if tool_descriptions and tools is not None:
+            raise ValueError(
+                "tool_descriptions describes the workspace tools; a toolset given as tools= has its own."
+            )
+        unknown = sorted(set(tool_descriptions or {}) - set(TOOLS))
+        if unknown:
+            raise ValueError(f"No tool named {unknown[0]!r} to describe; the tools are: {', '.join(TOOLS)}.")
+        self.tool_descriptions = dict(tool_descriptions or {})
         self.base_url = base_url
         self.model = model
         self.kind = kind
@@ -206,6 +217,7 @@ class Agent:
                 commands=self.commands,
                 approve=self.approve,
                 namespace=self.namespace,
+                descriptions=self.tool_descriptions,
             )
         self._loop = Loop(
             self._server,

@@ -147,6 +147,16 @@ class TwinnyMagics(Magics):
         %agent apply [N…]   apply the edits waiting for review (all, or by number in status)
         %agent discard [N…] discard them
         %agent use NAME     make the Agent in variable NAME the session (e.g. over a ScriptedServer)
+        %%agent compare --b OPTIONS [--a OPTIONS]   measure a change: the cell's questions, one a line
+                            ("Which port? :: 8000", patterns the answer must match; "!pattern" must
+                            not), each run under variant A and variant B in a fresh session on a fresh
+                            copy of the workspace, greedy and seeded. Shows pass rates, the grid of
+                            ✓/✗, what B fixed and broke, and an exact McNemar test; returns the results.
+                            OPTIONS are Agent options as Python keyword arguments, values may name the
+                            notebook's variables: --b 'closing_prompt=short, mode=text'. Also
+                            --questions FILE, --repeat N, --seed S, --temperature T (default 0),
+                            --save FILE, --resume FILE, and --server/--model/--kind/--window/--steps/
+                            --mode/--grammar/--workspace for both. See twinny_magics.experiment.
 
         Defaults for every option: %config TwinnyMagics.<option> = value (server, model, kind, mode,
         steps, edits, commands, window, workspace, quiet, api_key, output); options on the %%agent line
@@ -155,8 +165,28 @@ class TwinnyMagics(Magics):
         """
         if cell is None:
             return self._line(line)
+        words = line.split(None, 1)
+        if words[:1] == ["compare"]:
+            return self._compare(words[1] if len(words) > 1 else "", cell)
         self._cell(line, cell)
         return None
+
+    def _compare(self, line: str, cell: str) -> Any:
+        """``%%agent compare``: an experiment over the cell's questions (twinny_magics.experiment.cells)."""
+        from twinny_magics.errors import TwinnyError  # noqa: PLC0415
+        from twinny_magics.experiment import cells  # noqa: PLC0415
+
+        adopted = self._session if self._baseline is not None else None
+        try:
+            return cells.compare(
+                cells.parse_line(line),
+                cells.parse_questions(cell),
+                base=cells.base_options(self._defaults(), adopted),
+                namespace=self.shell.user_ns if self.shell is not None else None,
+                progress="rich" if self._style() == "rich" else "text",
+            )
+        except (ValueError, TypeError, OSError, TwinnyError) as error:
+            raise UsageError(str(error)) from None
 
     def _cell(self, line: str, cell: str) -> None:
         args = parse_argstring(self.agent, line)

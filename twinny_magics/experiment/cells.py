@@ -1,0 +1,226 @@
+"""The short forms: ``%%agent compare`` in a notebook and ``python -m twinny_magics.experiment``.
+
+Both read questions one a line, each with the patterns its answer must match after `` :: ``::
+
+    Which port does app.py listen on? :: \\b8000\\b
+    What does README.md say to run? :: python app\\.py :: !npm
+    Summarise app.py.
+
+A pattern starting with ``!`` must not match (``\\!`` for a pattern that starts with a ``!``); a line
+with no pattern is run and its answer recorded, not judged; ``#`` starts a comment line. Variants are
+written as Agent options in Python keyword-argument syntax (:func:`~.variants.parse_options`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from twinny_magics.experiment.checks import Not, Question
+from twinny_magics.experiment.variants import Variant, parse_options
+
+if TYPE_CHECKING:
+    from twinny_magics.agent import Agent
+    from twinny_magics.experiment.results import Results
+    from twinny_magics.experiment.runner import Progress
+
+#: `` :: `` between a question and its patterns (``std::vector``, with no spaces, is not one).
+_SEPARATOR = re.compile(r"\s::(?:\s|$)")
+
+
+def parse_questions(text: str, where: str = "the cell") -> list[Question]:
+    """Questions one a line: ``question :: pattern :: !pattern``; blank and ``#`` lines are skipped."""
+    questions = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        question, *patterns = (part.strip() for part in _SEPARATOR.split(line))
+        if not question:
+            raise ValueError(f"Line {number} of {where} has patterns but no question.")
+        checks: list[str | Not] = []
+        for pattern in patterns:
+            if not pattern:
+                raise ValueError(f"Line {number} of {where} has an empty pattern after ::.")
+            if pattern.startswith("!"):
+                checks.append(Not(pattern[1:].strip()))
+            else:
+                checks.append(pattern[1:] if pattern.startswith("\\!") else pattern)
+        try:
+            questions.append(Question(question, checks or None))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"Line {number} of {where}: {error}") from None
+    return questions
+
+
+class _LineParser(argparse.ArgumentParser):
+    """A parser for a magic's line: a mistake is a ValueError to show, never an exit of the kernel."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(message)
+
+
+def _parser(prog: str, magic: bool) -> argparse.ArgumentParser:
+    kind = _LineParser if magic else argparse.ArgumentParser
+    parser = kind(prog=prog, add_help=not magic)
+    if not magic:
+        parser.add_argument("questions", help="a file of questions, one a line: question :: pattern")
+    parser.add_argument(
+        "--a", default="", metavar="OPTIONS", help="variant A, e.g. 'mode=\"text\"' (default: none)"
+    )
+    parser.add_argument(
+        "--b", default="", metavar="OPTIONS", help="variant B, e.g. 'closing_prompt=\"Be brief.\"'"
+    )
+    if magic:
+        parser.add_argument("--questions", metavar="FILE", help="more questions from a file, one a line")
+    parser.add_argument("--names", default="A,B", metavar="A,B", help="the two variants' names (default A,B)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N", help="run each question N times")
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="the seed (repetition r sends S + r)"
+    )
+    parser.add_argument(
+        "--temperature", type=float, metavar="T", help="sampling temperature (default 0: greedy)"
+    )
+    parser.add_argument("--save", metavar="FILE", help="save the results as JSON")
+    parser.add_argument("--resume", metavar="FILE", help="keep the runs saved in FILE and run the rest")
+    parser.add_argument("--server", metavar="URL", help="the model server")
+    parser.add_argument("--model", help="the model")
+    parser.add_argument("--kind", help="the server's kind (ollama, llamacpp, …)")
+    parser.add_argument("--window", type=int, metavar="N", help="the window to load the model with")
+    parser.add_argument("--api-key", dest="api_key", metavar="KEY", help="sent as a Bearer token")
+    parser.add_argument("--timeout", type=float, metavar="S", help="give a reply up after S silent seconds")
+    parser.add_argument("--workspace", metavar="DIR", help="the folder each run gets a copy of")
+    parser.add_argument("--mode", choices=["auto", "native", "text"])
+    parser.add_argument("--steps", type=int, metavar="N")
+    parser.add_argument("--grammar", choices=["auto", "off", "answer-or-call", "call-first"])
+    parser.add_argument("--commands", choices=["ask", "allow", "off"])
+    if not magic:
+        parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    return parser
+
+
+def parse_line(line: str, prog: str = "%%agent compare") -> argparse.Namespace:
+    """The options of a ``%%agent compare`` line (ValueError says what is wrong)."""
+    import shlex  # noqa: PLC0415
+
+    try:
+        return _parser(prog, magic=True).parse_args(shlex.split(line))
+    except (argparse.ArgumentError, ValueError) as error:
+        raise ValueError(f"{prog}: {error} (see %agent?)") from None
+
+
+def base_options(defaults: Mapping[str, Any], session: Agent | None) -> dict[str, Any]:
+    """What both variants start from: an adopted session's server and settings, else the %config defaults."""
+    if session is None:
+        options = {name: defaults.get(name) for name in ("model", "kind", "window", "api_key", "timeout")}
+        options.update(
+            {name: defaults[name] for name in ("mode", "steps", "grammar", "commands") if name in defaults}
+        )
+        return {**options, "base_url": defaults.get("server"), "workspace": defaults.get("workspace")}
+    settings = session.settings
+    options = {
+        "mode": session.requested_mode,
+        "steps": settings.steps,
+        "grammar": settings.grammar,
+        "system_prompt": settings.system_prompt,
+        "closing_prompt": settings.closing_prompt,
+        "max_calls": settings.max_calls,
+        "max_unusable_steps": settings.max_unusable_steps,
+        "extra": settings.extra,
+        "commands": session.commands,
+        "tool_descriptions": session.tool_descriptions,
+        "workspace": str(session.workspace),
+    }
+    if session.server is not None:
+        options["server"] = session.server
+    else:
+        options.update(
+            base_url=session.base_url,
+            model=session.model,
+            kind=session.kind,
+            api_key=session.api_key,
+            window=session.requested_window,
+            timeout=session.timeout,
+        )
+    return options
+
+
+#: Options of the line that every variant shares (given: they override the session's).
+SHARED = ("model", "kind", "window", "api_key", "timeout", "mode", "steps", "grammar", "commands")
+
+
+def compare(
+    args: argparse.Namespace,
+    questions: list[Question],
+    *,
+    base: Mapping[str, Any],
+    namespace: Mapping[str, Any] | None,
+    progress: Progress,
+) -> Results:
+    """Run the comparison the parsed ``args`` describe: variants A and B over ``questions``."""
+    from twinny_magics.experiment.runner import run  # noqa: PLC0415
+
+    if not args.a.strip() and not args.b.strip():
+        raise ValueError("Say what to compare: --b 'closing_prompt=\"…\"' (and --a for the other side).")
+    if args.questions:
+        questions = questions + parse_questions(
+            Path(args.questions).read_text(encoding="utf-8"), args.questions
+        )
+    if not questions:
+        raise ValueError("No questions: write one a line (question :: pattern), or give --questions FILE.")
+    options = dict(base)
+    if args.server:
+        options.pop("server", None)
+        options["base_url"] = args.server
+    options.update({name: getattr(args, name) for name in SHARED if getattr(args, name) is not None})
+    options["temperature"] = args.temperature if args.temperature is not None else 0.0
+    names = [name.strip() for name in args.names.split(",")]
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise ValueError(f"--names {args.names}: give two different names, e.g. --names default,short.")
+    variants = [
+        Variant(names[0], **parse_options(args.a, namespace)),
+        Variant(names[1], **parse_options(args.b, namespace)),
+    ]
+    workspace = args.workspace or options.pop("workspace", None) or os.getcwd()
+    options.pop("workspace", None)
+    return run(
+        questions,
+        variants,
+        workspace=workspace,
+        repeat=args.repeat,
+        seed=args.seed,
+        resume=args.resume,
+        save=args.save,
+        progress=progress,
+        **options,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m twinny_magics.experiment QUESTIONS --b OPTIONS …``: compare two variants in a terminal."""
+    import json  # noqa: PLC0415
+
+    from twinny_magics.errors import TwinnyError  # noqa: PLC0415
+    from twinny_magics.experiment import report  # noqa: PLC0415
+    from twinny_magics.reprs import plain  # noqa: PLC0415
+
+    parser = _parser("python -m twinny_magics.experiment", magic=False)
+    args = parser.parse_args(argv)
+    try:
+        questions = parse_questions(Path(args.questions).read_text(encoding="utf-8"), args.questions)
+        args.questions = None  # read: compare() reads --questions only as the magic's extra file
+        results = compare(args, questions, base={}, namespace=None, progress="text")
+    except (ValueError, TypeError, OSError, TwinnyError) as error:
+        parser.error(str(error))
+    if args.json:
+        print(json.dumps(results.to_json(), indent=1))
+    else:
+        print(plain(report.results_text(results)))
+        if len(results.variants) > 1:
+            print()
+            print(plain(report.comparison_text(results.compare())))
+    return 1 if results.stopped else 0
