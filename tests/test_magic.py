@@ -176,6 +176,30 @@ def test_config_defaults_make_the_session_and_line_options_override_them(ip: Int
     assert made["namespace"] is ip.user_ns
 
 
+def test_the_secret_file_deny_list_is_set_by_config_and_a_change_makes_a_new_session(
+    ip: InteractiveShell,
+) -> None:
+    Path(".env").write_text("API=1\n")
+    Path("data.sqlite").write_text("rows\n")
+    factory = Factory()
+    magics(ip).session_factory = factory
+    ask(ip, "one")
+    assert "secret_files" not in factory.made[0]  # unset: the built-in list, and old factories still work
+    first = ip.run_line_magic("agent", "")
+    ip.run_line_magic("config", "TwinnyMagics.secret_files = ['*.sqlite']")
+    ask(ip, "two")
+    second = ip.run_line_magic("agent", "")
+    assert second is not first
+    assert factory.made[1]["secret_files"] == ["*.sqlite"]
+    reads = (ToolCall("read_file", {"path": ".env"}), ToolCall("read_file", {"path": "data.sqlite"}))
+    own = Agent(server=ScriptedServer([Scripted("", reads), "ok"]), secret_files=second.secret_files)
+    first_read, second_read = own.run("read both").steps[0].results
+    assert "API=1" in first_read.output
+    assert "withheld" in second_read.output
+    with pytest.raises(TypeError):
+        Agent(server=ScriptedServer([]), secret_files="*.sqlite")  # type: ignore[arg-type]
+
+
 def test_options_that_define_the_session_make_a_new_one_and_others_do_not(ip: InteractiveShell) -> None:
     factory = Factory()
     magics(ip).session_factory = factory

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from .events import Event, Notice, Reply, ReplyFinished
 from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
 from .notes import FINAL_ANSWER_PROMPT, NoteEntry, turn_notes
 from .tools import Approve, CommandsMode, EditsMode, Workspace
+from .tools.denied import SecretFiles
 from .tools.registry import TOOLS
 
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
@@ -46,6 +47,8 @@ class Agent:
     ``base_url``/``model``/``kind`` name one, or the usual places are looked at and the embedded llama.cpp
     server is the fallback. ``tools`` replaces the workspace tools (any :class:`~twinny_magics.loop.Toolset`).
     ``tool_descriptions`` (``{"grep": "..."}``) replaces a workspace tool's description, word for word.
+    ``secret_files`` replaces the deny list of files the tools never show (gitignore-style patterns; None:
+    the defaults in :mod:`twinny_magics.tools.denied`, ``[]``: none).
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class Agent:
         timeout: float | None = None,
         extra: dict[str, Any] | None = None,
         tool_descriptions: Mapping[str, str] | None = None,
+        secret_files: Sequence[str] | None = None,
     ) -> None:
         if tool_descriptions and tools is not None:
             raise ValueError(
@@ -83,6 +87,8 @@ class Agent:
         if unknown:
             raise ValueError(f"No tool named {unknown[0]!r} to describe; the tools are: {', '.join(TOOLS)}.")
         self.tool_descriptions = dict(tool_descriptions or {})
+        # Checked now (a single string would be read as one pattern per character), used by the workspace.
+        self.secret_files = SecretFiles(secret_files).patterns if secret_files is not None else None
         self.base_url = base_url
         self.model = model
         self.kind = kind
@@ -218,6 +224,7 @@ class Agent:
                 approve=self.approve,
                 namespace=self.namespace,
                 descriptions=self.tool_descriptions,
+                secret_files=self.secret_files,
             )
         self._loop = Loop(
             self._server,

@@ -22,7 +22,7 @@ from IPython.core import magic_arguments as _arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class
 from traitlets import Any as AnyTrait
-from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from twinny_magics import reprs
 
@@ -89,6 +89,13 @@ class TwinnyMagics(Magics):
         None, allow_none=True, help="Seconds a reply may go silent before it is given up (default 300)."
     ).tag(config=True)
     api_key = Unicode(None, allow_none=True, help="Sent as a Bearer token.").tag(config=True)
+    secret_files = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        help="Gitignore-style patterns of files the tools never show; unset: the built-in deny list "
+        "(twinny_magics.tools.denied), []: none. A change makes a new session.",
+    ).tag(config=True)
     output = Enum(
         ["auto", "rich", "text"],
         "auto",
@@ -262,7 +269,9 @@ class TwinnyMagics(Magics):
 
     def _key(self, options: dict[str, Any]) -> tuple[Any, ...]:
         workspace = os.path.abspath(options.get("workspace") or os.getcwd())
-        return tuple(workspace if name == "workspace" else options.get(name) for name in SESSION_OPTIONS)
+        given = tuple(workspace if name == "workspace" else options.get(name) for name in SESSION_OPTIONS)
+        secrets = None if self.secret_files is None else tuple(self.secret_files)
+        return (*given, secrets)
 
     def _session_for(self, options: dict[str, Any], *, new: bool) -> Agent:
         key = self._key(options)
@@ -294,6 +303,8 @@ class TwinnyMagics(Magics):
             window=options["window"],
             api_key=options["api_key"],
             timeout=options["timeout"],
+            # Only when set: a session_factory written before this option need not know it.
+            **({} if self.secret_files is None else {"secret_files": list(self.secret_files)}),
             mode=options["mode"],
             steps=options["steps"],
             edits=options["edits"],
