@@ -109,3 +109,40 @@ def test_the_cell_shows_what_the_steps_found_when_the_model_did_not_answer(works
     assert NO_ANSWER in shown
     assert "grep(pattern='PORT') → app.py:1: PORT = 8080" in shown
     assert GREP_JSON not in shown
+
+
+# -- look before answering ------------------------------------------------------------------------------
+
+
+def test_a_first_answer_without_looking_is_sent_back_once_with_a_nudge(workspace: Path) -> None:
+    server = ScriptedServer(["It is 3000.", GREP_CALL, "It uses port 8080 (app.py, line 1)."])
+    agent = Agent(server=server, workspace=workspace, mode="text", look_first=True)
+    reply = agent.run("Which port does the app use in app_config?")
+    assert reply.text == "It uses port 8080 (app.py, line 1)."
+    assert reply.steps[0].problems == ["answered without looking: nudged to call a tool first"]
+    nudge = server.requests[1].messages[-1]["content"]
+    assert "You answered without looking at the workspace" in nudge
+    assert '"pattern": "app_config"' in nudge  # the example searches the question's own name
+    assert [c.name for s in reply.steps for c in s.calls] == ["grep"]
+
+
+def test_the_nudge_is_given_once_and_a_second_answer_is_accepted(workspace: Path) -> None:
+    server = ScriptedServer(["It is 3000.", "Still 3000."])
+    agent = Agent(server=server, workspace=workspace, mode="native", look_first=True)
+    reply = agent.run("Which port does the app use?")
+    assert reply.text == "Still 3000."
+    assert len(server.requests) == 2
+    assert "```tool" not in server.requests[1].messages[-1]["content"]  # native mode: no text-call example
+
+
+@pytest.mark.parametrize("question", ["thanks!", "hi", "ok"])
+def test_small_talk_is_not_nudged(workspace: Path, question: str) -> None:
+    server = ScriptedServer(["You're welcome."])
+    agent = Agent(server=server, workspace=workspace, look_first=True)
+    assert agent.run(question).text == "You're welcome."
+    assert len(server.requests) == 1
+
+
+def test_without_look_first_a_first_answer_stands(workspace: Path) -> None:
+    server = ScriptedServer(["It is 3000."])
+    assert Agent(server=server, workspace=workspace).run("Which port does the app use?").text == "It is 3000."

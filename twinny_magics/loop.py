@@ -47,7 +47,9 @@ from .events import (
 from .grammar import tool_call_grammar
 from .notes import (
     FINAL_ANSWER_PROMPT,
+    look_first_prompt,
     looks_like_a_call,
+    needs_the_workspace,
     no_answer_summary,
     notes_messages,
     with_closing_prompt,
@@ -135,6 +137,10 @@ class LoopSettings:
     repeat_guard: bool = True
     #: Constrain text-mode replies on llama.cpp with a grammar built from the tools (see ``grammar``).
     grammar: GrammarSetting = "auto"
+    #: A first step that answers a workspace question without calling any tool is sent back once with a
+    #: nudge to look first (small models answer from a number in a tool description, or from nothing).
+    #: Off until the task benchmark shows it helps (benchmarks/bench_tasks.py).
+    look_first: bool = False
 
 
 class Loop:
@@ -292,6 +298,7 @@ class _Run:
     trimmed_keys: set[str] = field(default_factory=set)
     unusable: int = 0
     stuck: bool = False
+    nudged: bool = False
 
     def notice(self, kind: str, text: str) -> None:
         # A notice may quote a server's words (a refusal, a fallback): the key and key shapes are masked.
@@ -363,6 +370,11 @@ class _Run:
                     messages = [*messages, assistant(text), user("\n\n".join(problems))]
                     self._count_unusable(True)
                     continue
+                if self._nudge_to_look(step, question):
+                    nudge = look_first_prompt(loop.mode, question)
+                    messages = [*messages, assistant(text), user(nudge)]
+                    record.problems = ["answered without looking: nudged to call a tool first"]
+                    continue
                 reply.text = text.strip()
                 reply.stopped = "answer"
                 break
@@ -373,6 +385,16 @@ class _Run:
             self._count_unusable(all(r.is_error for r in record.results))
         self.emit(ReplyFinished(reply))
         return reply
+
+    def _nudge_to_look(self, step: int, question: str) -> bool:
+        """Whether an answer written before any tool ran goes back once with a nudge to look first."""
+        loop = self.loop
+        if not loop.settings.look_first or self.nudged or self.tool_ran or step != 1:
+            return False
+        if not needs_the_workspace(question):
+            return False
+        self.nudged = True
+        return True
 
     async def _plan(self) -> ContextPlan:
         """Ask the window (the server caches its answer) and plan it; warn once when it is small."""

@@ -13,6 +13,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -157,3 +158,53 @@ def looks_like_a_call(content: str) -> bool:
         return True
     head = text.split("(", 1)[0]
     return "(" in text and head.isidentifier() and text.rstrip().endswith(")") and "\n" not in text
+
+
+_SMALL_TALK = re.compile(
+    r"^\s*(?:hi|hello|hey|thanks|thank you|ok|okay|bye|good (?:morning|evening|night))\b[\s!.?]*$", re.I
+)
+_WORD = re.compile(r"[A-Za-z_][\w./-]*")
+#: Question words never worth searching for.
+_COMMON = frozenset(
+    """what which where when does file files this that with from have there their the code function
+    class value default change show tell find about used uses into line lines constant many much
+    defined define defines called call calls return returns""".split()  # noqa: SIM905 (a word list)
+)
+
+
+def needs_the_workspace(question: str) -> bool:
+    """Whether a question is likely about the workspace (so an answer before any tool ran is a guess).
+
+    Everything asked of a workspace agent is, but small talk ("thanks!") and one-word replies.
+    """
+    text = question.strip()
+    if not text or _SMALL_TALK.match(text):
+        return False
+    words = _WORD.findall(text)
+    return len(words) >= 3 or any(("." in w or "/" in w or "_" in w) for w in words)
+
+
+def search_word(question: str) -> str | None:
+    """The word of a question most worth searching for: a name (``parse_args``, ``ClassName``,
+    ``app.py``) before the longest plain word; None when there is none."""
+    words = [w.strip("./-") for w in _WORD.findall(question)]
+    words = [w for w in words if len(w) >= 3 and w.lower() not in _COMMON]
+    if not words:
+        return None
+    named = [w for w in words if "_" in w or "." in w or w[1:] != w[1:].lower()]
+    best: str = max(named or words, key=len)
+    return best
+
+
+def look_first_prompt(mode: str, question: str = "") -> str:
+    """The nudge sent back when a first reply answered a workspace question without calling a tool."""
+    text = (
+        "You answered without looking at the workspace, so the answer is a guess. Call a tool first "
+        "(grep searches file contents, find_files file names, read_file reads a file), then answer from "
+        "what it returns."
+    )
+    word = search_word(question)
+    if mode != "text" or word is None:
+        return text
+    call = json.dumps({"name": "grep", "arguments": {"pattern": word}}, ensure_ascii=False)
+    return f"{text} For example:\n```tool\n{call}\n```"
