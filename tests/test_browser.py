@@ -219,6 +219,7 @@ class Leak:
 
     def stop(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,16 @@
-"""The parser against the conformance corpus: 140 real model outputs from public parser test suites.
+"""The parser against the conformance corpora: real model outputs from public parser test suites.
 
+Two corpora: the shared one (140 cases, ``shared/conformance``) and ``conformance_dialects.json`` beside
+this file (41 cases: FunctionGemma from vLLM's and Ollama's parser tests, the xLAM/Hammer JSON lists from
+vLLM's tests and the Hammer and xLAM repositories), in the same format, each case naming its source.
 Every case is run. ``name+args`` cases must give the same names and arguments (compared as JSON text,
 so key order and 1 / 1.0 / true stay distinct; where upstream checks only some arguments we check them
-all), ``name_only`` cases the same names in the same number, ``parse_success_only`` cases must not raise,
-and negatives must give no call. Content is compared where the case gives it, ignoring whitespace at the
-two ends (decision 3 in ``twinny_magics.protocol``: every upstream ``content_match`` mode is a stricter
-form of this). Where this protocol decides otherwise, the case is listed below with the reason and our
-behaviour is asserted instead.
+all), ``name_only`` cases the same names in the same number, ``parse_success_only`` cases must not raise
+(and give as many calls as the case lists, when it lists them: such a test checks a count), and negatives
+must give no call. Content is compared where the case gives it, ignoring whitespace at the two ends
+(decision 3 in ``twinny_magics.protocol``: every upstream ``content_match`` mode is a stricter form of
+this). Where this protocol decides otherwise, the case is listed below with the reason and our behaviour
+is asserted instead.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pytest
 from twinny_magics.protocol import parse_reply
 
 CORPUS = Path(__file__).parents[2] / "shared" / "conformance" / "toolcalls.json"
+DIALECTS = Path(__file__).with_name("conformance_dialects.json")
 
 # Cases where this protocol deliberately reads differently from the upstream test (see the decisions in
 # the docstring of twinny_magics.protocol). OURS holds the calls we give instead.
@@ -28,6 +33,7 @@ DELIBERATE = {
     "vllm-qwen3-nested-literal-unknown-function": "a tool that was not offered is a problem, not a call (1)",
     "vllm-mistral-v11-truncated-json": "JSON that never closes is a problem, not a call with raw text (6)",
     "ollama-json-non-call-then-call": "a JSON object that is not a call does not hide the call after it (2)",
+    "vllm-functiongemma-stream-escaped-number": "<escape>10<escape> is text: no schema keeps it '10' (4)",
 }
 OURS: dict[str, list[dict[str, Any]]] = {
     "vllm-hermes-bare-string-arguments": [],
@@ -45,6 +51,9 @@ OURS: dict[str, list[dict[str, Any]]] = {
     "ollama-json-non-call-then-call": [
         {"name": "get_conditions", "arguments": {"location": "San Francisco"}}
     ],
+    "vllm-functiongemma-stream-escaped-number": [
+        {"name": "search", "arguments": {"query": "python", "limit": "10", "sort": "relevance"}}
+    ],
 }
 # Continue's own TOOL_NAME:/BEGIN_ARG: protocol is not a dialect we read (the corpus calls it informative).
 NOT_READ = {
@@ -52,6 +61,7 @@ NOT_READ = {
     "continue-bare-tool-name-no-fence": "Continue's block protocol is not read",
     "continue-codeblock-mid-message": "Continue's block protocol is not read",
     "continue-codeblock-json-values": "Continue's block protocol is not read",
+    "continue-codeblock-then-text": "Continue's block protocol is not read",
 }
 # Calls agree but the text around them does not: (reason, the content we give).
 CONTENT_DIFFERS = {
@@ -80,22 +90,29 @@ CONTENT_DIFFERS = {
 }
 
 
+def _load(path: Path) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["cases"]
+    return cases
+
+
 def _cases() -> list[Any]:
-    if not CORPUS.exists():
-        return [pytest.param(None, id="corpus", marks=pytest.mark.skip(reason=f"no corpus at {CORPUS}"))]
-    data = json.loads(CORPUS.read_text(encoding="utf-8"))
-    return [pytest.param(case, id=case["id"]) for case in data["cases"]]
+    shared = _load(CORPUS) if CORPUS.exists() else []
+    missing = pytest.param(None, id="corpus", marks=pytest.mark.skip(reason=f"no corpus at {CORPUS}"))
+    skipped = [] if shared else [missing]
+    return [*skipped, *(pytest.param(case, id=case["id"]) for case in [*shared, *_load(DIALECTS)])]
 
 
 def _as_json(calls: list[dict[str, Any]]) -> list[str]:
     return [json.dumps({"name": c["name"], "arguments": c["arguments"]}) for c in calls]
 
 
-def test_the_corpus_holds_all_140_cases_and_every_listed_exception_names_one_of_them() -> None:
+def test_the_corpora_hold_all_their_cases_and_every_listed_exception_names_one_of_them() -> None:
     if not CORPUS.exists():
         pytest.skip(f"no corpus at {CORPUS}")
-    ids = {case["id"] for case in json.loads(CORPUS.read_text(encoding="utf-8"))["cases"]}
-    assert len(ids) == 140
+    shared, dialects = _load(CORPUS), _load(DIALECTS)
+    ids = {case["id"] for case in [*shared, *dialects]}
+    assert (len(shared), len(dialects), len(ids)) == (140, 41, 181)
+    assert all(set(case["source"]) >= {"repo", "path", "test", "commit"} for case in dialects)
     assert set(DELIBERATE) == set(OURS)
     assert set(DELIBERATE) | set(NOT_READ) | set(CONTENT_DIFFERS) <= ids
     assert len(DELIBERATE) <= 5
@@ -122,15 +139,16 @@ def test_corpus_case_reads_as_upstream_expects_or_as_we_decided(case: dict[str, 
         assert _as_json(got) == _as_json(expected)
     elif case["asserted"] == "name_only" and expected is not None:
         assert [c["name"] for c in got] == [c["name"] for c in expected]
+    elif expected:
+        assert len(got) == len(expected)
 
     if case_id in CONTENT_DIFFERS:
         assert reply.content.strip() == CONTENT_DIFFERS[case_id][1].strip(), CONTENT_DIFFERS[case_id][0]
         return
-    if case["asserted"] != "parse_success_only":
-        if case["expected_content"] is not None:
-            assert reply.content.strip() == case["expected_content"].strip()
-        for part in case.get("expected_content_contains") or []:
-            assert part in reply.content
+    if case["expected_content"] is not None:
+        assert reply.content.strip() == case["expected_content"].strip()
+    for part in case.get("expected_content_contains") or []:
+        assert part in reply.content
 
 
 def test_calls_inside_an_unclosed_think_block_are_not_read_and_the_block_is_thinking() -> None:

@@ -164,6 +164,52 @@ READS = [
         id="openai-shape-with-string-arguments",
     ),
     pytest.param('functions.grep(pattern="x")', [("grep", {"pattern": "x"})], id="namespaced-name"),
+    pytest.param(
+        "<start_function_call>call:read_file{path:<escape>a.py<escape>,start_line:3}<end_function_call>",
+        [("read_file", {"path": "a.py", "start_line": 3})],
+        id="functiongemma",
+    ),
+    pytest.param(
+        "<start_function_call>call:grep{pattern:<escape>x, y}<escape>}",
+        [("grep", {"pattern": "x, y}"})],
+        id="functiongemma-closer-stopped-by-the-server",
+    ),
+    pytest.param(
+        "<start_function_call>call:grep{pattern:<escape>x<escape><end_function_call>",
+        [("grep", {"pattern": "x"})],
+        id="functiongemma-brace-left-out-before-the-closer",
+    ),
+    pytest.param(
+        "<start_function_call>call:grep{pattern:TODO,path:src}<end_function_call>",
+        [("grep", {"pattern": "TODO", "path": "src"})],
+        id="functiongemma-bare-words",
+    ),
+    pytest.param(
+        '<start_function_call>{"name": "grep", "arguments": {"pattern": "x"}}<end_function_call>',
+        [("grep", {"pattern": "x"})],
+        id="functiongemma-tag-around-json",
+    ),
+    pytest.param(
+        '[\n    {"name": "grep", "arguments": {"pattern": "x"}},\n'
+        '    {"name": "list_dir", "arguments": {}}\n]',
+        [("grep", {"pattern": "x"}), ("list_dir", {})],
+        id="hammer-list-as-its-prompt-shows-it",
+    ),
+    pytest.param(
+        '```\n[{"name": "read_file", "arguments": {"path": "a.py"}}]\n```',
+        [("read_file", {"path": "a.py"})],
+        id="hammer-bare-fence",
+    ),
+    pytest.param(
+        '{"tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}}]}',
+        [("grep", {"pattern": "x"})],
+        id="tool-calls-wrapper",
+    ),
+    pytest.param(
+        '```json\n{"thought": "", "tool_calls": [{"name": "list_dir", "arguments": {}}]}\n```',
+        [("list_dir", {})],
+        id="xlam-v1-in-a-fence",
+    ),
 ]
 
 
@@ -190,6 +236,16 @@ NOT_CALLS = [
         '{"config": {"name": "grep", "arguments": {"pattern": "x"}}}', id="a-call-shape-inside-data"
     ),
     pytest.param("[special delivery] and [x](https://example.com)", id="brackets-and-links"),
+    pytest.param("The first primes are [2, 3, 5, 7] and [[1, 2], [3]] is nested.", id="a-list-of-numbers"),
+    pytest.param(
+        'Authors:\n[{"name": "Ada", "born": 1815}, {"name": "Alan", "born": 1912}]', id="a-list-of-records"
+    ),
+    pytest.param(
+        '[{"step": 1}, {"name": "grep", "arguments": {"pattern": "x"}}]', id="a-list-that-opens-with-data"
+    ),
+    pytest.param('An empty answer looks like {"tool_calls": []}.', id="an-empty-call-list-in-prose"),
+    pytest.param("```\n[]\n```", id="hammer-says-no-call-is-needed"),
+    pytest.param("Use <strong>bold</strong> or <span>x</span>.", id="tags-that-start-with-s"),
     pytest.param("", id="empty"),
 ]
 
@@ -282,6 +338,54 @@ def test_a_reply_that_starts_inside_a_think_block_has_its_calls_there_ignored() 
     assert reply.thinking == 'maybe grep("a")'
 
 
+def test_functiongemma_strings_are_text_that_the_schema_converts() -> None:
+    text = (
+        "<start_function_call>call:typed{count:<escape>7<escape>,label:<escape>7<escape>,"
+        "items:[<escape>1<escape>,2],options:{a:<escape>b<escape>},flag:<escape>false<escape>}"
+        "<end_function_call>"
+    )
+    assert calls_of(text) == [
+        ("typed", {"count": 7, "label": "7", "items": [1, 2], "options": {"a": "b"}, "flag": False})
+    ]
+    assert calls_of(text, None) == [
+        ("typed", {"count": "7", "label": "7", "items": ["1", 2], "options": {"a": "b"}, "flag": "false"})
+    ]
+
+
+def test_a_functiongemma_string_is_taken_as_written() -> None:
+    content = 'def f(a, b):\n    return {"a": [a, b]}  # <tag>, call:x{}\n'
+    text = (
+        "<start_function_call>call:create_file{path:<escape>f.py<escape>,"
+        f"content:<escape>{content}<escape>}}"
+    )
+    assert calls_of(text) == [("create_file", {"path": "f.py", "content": content})]
+
+
+def test_the_prose_around_functiongemma_calls_is_content_and_their_tokens_are_not() -> None:
+    text = (
+        "Looking.<start_function_call>call:list_dir{}<end_function_call><start_function_response>\n"
+        "Then: <start_function_call>call:grep{pattern:<escape>x<escape>}<end_function_call>"
+    )
+    reply = parse_reply(text, TOOLS)
+    assert [call.name for call in reply.calls] == ["list_dir", "grep"]
+    assert reply.content == "Looking.\n\nThen: "  # spaces before a call marker stay (decision 3)
+
+
+def test_xlams_thought_is_what_the_model_said() -> None:
+    call = '{"name": "grep", "arguments": {"pattern": "x"}}'
+    text = '{"thought": "I will search the sources.", "tool_calls": [' + call + "]}"
+    reply = parse_reply("Sure.\n" + text, TOOLS)
+    assert reply.calls == [ToolCall("grep", {"pattern": "x"})]
+    assert reply.content == "Sure.\n\nI will search the sources."
+    answer = parse_reply('{"thought": "It is defined in a.py.", "tool_calls": []}', TOOLS)
+    assert (answer.calls, answer.problems, answer.content) == ([], [], "It is defined in a.py.")
+
+
+def test_json_list_arguments_are_converted_to_the_schema_types() -> None:
+    text = '[{"name": "read_file", "arguments": {"path": "a.py", "start_line": "10", "end_line": 20.0}}]'
+    assert calls_of(text) == [("read_file", {"path": "a.py", "start_line": 10, "end_line": 20})]
+
+
 def test_an_id_written_with_a_call_is_kept() -> None:
     calls = parse_tool_calls(
         '[TOOL_CALLS][{"name": "grep", "arguments": {"pattern": "x"}, "id": "abc123"}]', TOOLS
@@ -352,6 +456,39 @@ def test_one_broken_call_among_good_ones_keeps_the_good_ones() -> None:
     reply = parse_reply(text, TOOLS)
     assert [c.name for c in reply.calls] == ["grep", "list_dir"]
     assert len(reply.problems) == 1
+
+
+def test_an_unknown_tool_in_a_functiongemma_call_lists_the_offered_ones() -> None:
+    reply = parse_reply("<start_function_call>call:search{q:<escape>x<escape>}<end_function_call>", TOOLS)
+    assert reply.calls == []
+    assert reply.unknown_tools == ["search"]
+    # As with [TOOL_CALLS]: the special token goes, the call that could not be read stays in the content.
+    assert reply.content == "call:search{q:<escape>x<escape>}<end_function_call>"
+
+
+def test_a_functiongemma_call_cut_off_is_a_problem_not_a_repaired_call() -> None:
+    for text in (
+        "<start_function_call>call:grep{pattern:<escape>half a patt",
+        "<start_function_call>call:grep{pattern:<escape>x<escape>",
+        "<start_function_call>call:grep{pattern:<escape>x<escape> path <end_function_call>",
+    ):
+        reply = parse_reply(text, TOOLS)
+        assert reply.calls == []
+        assert "in grep's arguments, " in reply.problems[0]
+        assert '```tool\n{"name": "grep", "arguments": {"pattern": "createServer"}}\n```' in reply.problems[0]
+
+
+def test_a_functiongemma_tag_with_nothing_readable_is_a_problem_and_leaves_the_content() -> None:
+    reply = parse_reply("Hmm <start_function_call> I am not sure", TOOLS)
+    assert reply.calls == []
+    assert "after <start_function_call> I expected a call" in reply.problems[0]
+    assert reply.content == "Hmm  I am not sure"
+
+
+def test_data_in_a_call_list_is_a_problem_not_dropped() -> None:
+    reply = parse_reply('[{"name": "grep", "arguments": {"pattern": "x"}}, {"step": 2}]', TOOLS)
+    assert reply.calls == [ToolCall("grep", {"pattern": "x"})]
+    assert 'no "name" of a tool' in reply.problems[0]
 
 
 def test_arguments_that_are_not_an_object_are_a_problem() -> None:
@@ -433,6 +570,16 @@ SHOWN = [
     pytest.param('Sure.<tool_call>{"name"', "Sure.", id="hermes"),
     pytest.param("I'll check.\n<function=grep>", "I'll check.\n", id="qwen"),
     pytest.param("Hi[TOOL_CALLS] [", "Hi", id="mistral"),
+    pytest.param("Sure.<start_function_call>call:grep{", "Sure.", id="functiongemma"),
+    pytest.param("Sure.<start_fun", "Sure.", id="functiongemma-marker-arriving"),
+    pytest.param("Use <span>x</span> here.", "Use <span>x</span> here.", id="a-tag-starting-with-s-is-text"),
+    pytest.param('Ok [{"name": "grep"', "Ok ", id="json-list"),
+    pytest.param('Ok\n[\n    {"name": "grep"', "Ok\n", id="json-list-indented"),
+    pytest.param('Ok\n```\n[\n    {"name": "grep"', "Ok\n", id="indented-list-in-a-bare-fence"),
+    pytest.param('Ok {"tool_calls": [', "Ok ", id="tool-calls-wrapper"),
+    pytest.param('Ok\n```\n{"tool_calls": [', "Ok\n", id="tool-calls-wrapper-in-a-bare-fence"),
+    pytest.param('Ok {"thought": "x",', "Ok ", id="xlam-thought"),
+    pytest.param("[1, 2, 3] and [{}]", "[1, 2, 3] and [{}]", id="lists-that-are-not-calls"),
     pytest.param('Ok {"name": "grep"', "Ok ", id="bare-json"),
     pytest.param("Typing <tool", "Typing ", id="held-tail-could-be-a-marker"),
     pytest.param("a ``", "a ", id="backticks-mid-line-could-open-a-tool-fence"),

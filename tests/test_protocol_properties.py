@@ -69,6 +69,19 @@ FRAGMENTS = [
     ),
     *("<|tool_call_start|>", "<|tool_call_end|>", "<think>", "</think>", "<thi", "<response>", "<xml>"),
     *('{"name": ', '{"name"', '"grep"', '"read_file"', '"search"', '"arguments": ', '"parameters": ', '{"'),
+    *(
+        "<start_function_call>",
+        "<start_funct",
+        "<end_function_call>",
+        "<start_function_response>",
+        "call:",
+        "call:grep{",
+        "pattern:",
+        "path:",
+        "<escape>",
+        "<esc",
+    ),
+    *('{"tool_calls": [', '{"thought": ', '"tool_calls": ', '[{"name": ', "[\n    ", "```\n[", "[]"),
     *("{", "}", "[", "]", "(", ")", '"', "'", '"""', "\\", "\\n", ",", ";", ":", "=", "<", ">"),
     *(
         "grep(",
@@ -132,6 +145,36 @@ def test_streaming_in_any_chunking_shows_and_reads_what_one_pass_does(text: str,
     shown += detector.flush()
     assert shown == text[: displayable_length(text, final=True)]
     assert detector.finish() == parse_reply(text, TOOLS)
+
+
+# One call of grep in each dialect, as a model would write it.
+MARKED_CALLS = [
+    '```tool\n{"name": "grep", "arguments": {"pattern": "x"}}\n```',
+    '```json\n[{"name": "grep", "arguments": {"pattern": "x"}}]\n```',
+    '<tool_call>\n{"name": "grep", "arguments": {"pattern": "x"}}\n</tool_call>',
+    "<function=grep>\n<parameter=pattern>\nx\n</parameter>\n</function>",
+    '[TOOL_CALLS][{"name": "grep", "arguments": {"pattern": "x"}}]',
+    '<|python_tag|>{"name": "grep", "parameters": {"pattern": "x"}}',
+    '{"name": "grep", "arguments": {"pattern": "x"}}',
+    "<start_function_call>call:grep{pattern:<escape>x<escape>}<end_function_call>",
+    '[{"name": "grep", "arguments": {"pattern": "x"}}]',
+    '[\n    {"name": "grep", "arguments": {"pattern": "x"}}\n]',
+    '{"tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}}]}',
+    '{"thought": "Searching.", "tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}}]}',
+]
+# Prose with none of the characters a marker starts with, so any text held back belongs to the call.
+prose = st.text(st.sampled_from("abcdefgh xyz.,:;!?'-\n"), max_size=60)
+
+
+@settings(max_examples=200)
+@given(prose, st.sampled_from(MARKED_CALLS), st.sampled_from(["", " ", "\n"]))
+def test_streaming_never_shows_any_part_of_a_call_marker(before: str, call: str, gap: str) -> None:
+    text = before + gap + call
+    start = len(before + gap)
+    for cut in range(start, len(text) + 1):
+        assert displayable_length(text[:cut]) <= start
+    assert displayable_length(text, final=True) <= start
+    assert parse_reply(text, TOOLS).calls == [ToolCall("grep", {"pattern": "x"})]
 
 
 json_values = st.recursive(

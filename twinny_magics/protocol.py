@@ -13,8 +13,11 @@ on, so the parser also reads: ```` ```json ```` fences (an object, a list, ``"pa
 closers optional); Qwen3-coder's ``<function=grep><parameter=pattern>…</parameter></function>`` (wrapper
 and closers optional), ``<function=grep>{json}</function>`` and ``<function name="grep">``; GLM's
 ``<arg_key>``/``<arg_value>`` body; Mistral's ``[TOOL_CALLS] [...]`` and ``[TOOL_CALLS]name[ARGS]{…}``;
-bare JSON calls (also ``{"function": {...}}``, ``{"tool_name": ...}``, ``{"grep": {...}}``); Python-style
-calls ``grep("foo", "src")`` and ``read_file(path="a.py")`` and lists of them; and ``grep {"pattern": "x"}``.
+FunctionGemma's ``<start_function_call>call:grep{pattern:<escape>x<escape>}<end_function_call>``
+(``protocol_gemma``); bare JSON calls (also ``{"function": {...}}``, ``{"tool_name": ...}``,
+``{"grep": {...}}``) and lists of them, as xLAM and Hammer write (bare, in a fence, or as
+``{"tool_calls": [...]}`` with xLAM's ``"thought"``); Python-style calls ``grep("foo", "src")`` and
+``read_file(path="a.py")`` and lists of them; and ``grep {"pattern": "x"}``.
 A JSON call ends where its object closes (a real scanner honouring strings and escapes), never at the
 next fence, because arguments may hold ```` ``` ````. Nothing the model writes raises: a call that cannot
 be read becomes a message for the model (``ParsedReply.problems``) with a correct example.
@@ -24,7 +27,7 @@ a line of their own or at the very end of the reply (a list ``[f(…)]`` may als
 prose such as "use print(x)" or "grep(pattern) finds it" is never a call. Fenced code in another language
 is code: nothing inside it is read, unless the whole block is calls of offered tools.
 
-Where upstream parsers disagree (the corpus in ``shared/conformance``), this protocol decides:
+Where upstream parsers disagree (the corpora ``tests/test_conformance.py`` runs), this protocol decides:
 
 1. Names nobody offered: when tools are given, a call of a name not among them is not returned; it
    becomes a problem that lists the offered tools. ``tools=None`` and ``tools=[]`` both mean no list
@@ -32,24 +35,33 @@ Where upstream parsers disagree (the corpus in ``shared/conformance``), this pro
 2. Prose around a bare JSON call: a JSON object that names a call (``"name"`` plus ``"arguments"`` or
    ``"parameters"``, or an offered tool's name) is a call wherever it stands, and the prose on both
    sides stays in ``content``: nothing the model said to the user is dropped. A JSON object that is
-   data (its first key is not a call key) is skipped whole, so no call is read out of data.
+   data (its first key is not a call key) is skipped whole, so no call is read out of data. A JSON list
+   is decided by its first element the same way: ``[1, 2]`` or a list that opens with a record is data,
+   skipped whole; in a list that opens with a call, an element that is data is a problem.
 3. Text after a Mistral call list stays ``content``. Spaces before a call marker stay; a line break
    that sets a call apart from the prose goes with the call; whitespace at the two ends of ``content``
    is not part of the contract.
 4. Values with no schema keep the type they were written with: JSON and Python literals their own,
-   XML parameter text stays a string (``1`` is ``"1"``). With a schema every value is converted to the
-   schema's type (``"1"`` to 1, ``"true"`` to True, JSON text to arrays/objects, numbers to strings).
+   XML parameter text stays a string (``1`` is ``"1"``), and so does FunctionGemma's ``<escape>`` text
+   (``<escape>10<escape>`` is ``"10"``; vLLM decodes it to 10), whose bare ``10`` is a number. With a
+   schema every value is converted to the schema's type (``"1"`` to 1, ``"true"`` to True, JSON text to
+   arrays/objects, numbers to strings).
 5. ``null``: XML text ``null`` for a string parameter stays the word ``"null"``; for any other type
    ``null``/``None`` is None; a JSON null stays None. ``arguments`` must be an object (a string holding
    a JSON object is decoded once); anything else is a problem, not a call with a string for arguments.
 6. Truncated JSON is not repaired: an object that never closes is a problem, not a call. The XML form,
    whose closers are optional, is read to the end of the text; a JSON list the reply ends inside keeps
-   its complete calls.
+   its complete calls. A FunctionGemma call needs its closing brace but not ``<end_function_call>``,
+   which servers stop on.
 7. ``<think>`` blocks: calls inside are not read (they are the model deliberating); the block goes to
    ``ParsedReply.thinking``, not to ``content``. A reply holding only ``</think>`` (the opener was in
    the prompt) has everything before it as thinking.
 8. One broken call among good ones: the good ones are kept and the broken one becomes a problem, in
    every dialect (vLLM's pythonic behaviour, not Ollama's all-or-nothing).
+9. Text a model writes inside a call's syntax for the user is content: xLAM's ``"thought"`` stands where
+   its ``{"thought": …, "tool_calls": […]}`` was (with no calls it is the answer), as xLAM's client
+   returns it. ``<start_function_call>``, like the other special tokens that open a call, never reaches
+   ``content``; a call that could not be read stays there without it.
 
 Not read: Continue's ``TOOL_NAME:``/``BEGIN_ARG:`` block protocol (a ```` ```tool ```` fence holding it
 gets a problem message that shows the right format).

@@ -4,7 +4,8 @@ Pure: no I/O. A reader looks at one position and returns None ("no call here") o
 it read, the problems it found (a call meant but not readable) and where it stopped. ``strong`` says the
 context already means a call (inside ``<tool_call>``, ``[TOOL_CALLS]``, a ```` ```tool ```` fence): there
 anything unreadable is a problem; elsewhere it is just text. Readers nest (a fence holding a tag holding
-JSON) and share one ``TextScan``, so every character is scanned a bounded number of times.
+JSON) and share one ``TextScan``, so every character is scanned a bounded number of times. FunctionGemma's
+``call:NAME{…}`` body has a grammar of its own, read by ``protocol_gemma``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twinny_magics.conversation import ToolCall
+from twinny_magics.protocol_gemma import (
+    GEMMA_CLOSE,
+    GEMMA_OPEN,
+    GEMMA_RESPONSE,
+    GemmaSyntaxError,
+    read_arguments,
+)
 from twinny_magics.protocol_scan import TextScan, call_arguments, decode_lenient, skip_ws
 from twinny_magics.protocol_schema import (
     ToolSpec,
@@ -35,6 +43,7 @@ _CLOSERS: dict[str, str | None] = {
     "<|tool_call_start|>": "<|tool_call_end|>",
     "<|python_tag|>": None,
     "[TOOL_CALLS]": "[/TOOL_CALLS]",
+    GEMMA_OPEN: GEMMA_CLOSE,
     "<tool>": "</tool>",
     "<tools>": "</tools>",
     "<response>": "</response>",
@@ -44,7 +53,7 @@ _CLOSERS: dict[str, str | None] = {
 }
 _WEAK_TAGS = frozenset({"<tool>", "<tools>", "<response>", "<json>", "<JSON>", "<xml>"})
 TAG_PATTERN = (
-    r"<(?:tool_call|tool_calls|function_call|tools|tool|response|json|JSON|xml)>"
+    r"<(?:tool_call|tool_calls|function_call|tools|tool|response|json|JSON|xml|start_function_call)>"
     r"|<\|(?:python_tag|python_start|tool_call_start)\|>|\[TOOL_CALLS\]"
 )
 _TAG_AT = re.compile(TAG_PATTERN)
@@ -52,7 +61,12 @@ _IDENT = re.compile(r"[A-Za-z_][\w.\-]*")
 HSPACE = re.compile(r"[ \t]*")
 _PYLIST_AT = re.compile(r"\[[ \t]*[A-Za-z_][\w.\-]*[ \t]*\(")
 _FIRST_KEY = re.compile(r'\{\s*"([^"\\\n]{0,64})"')
-_CALL_KEYS = frozenset({"name", "function", "tool_name", "tool", "arguments", "parameters"})
+_CALL_KEYS = frozenset(
+    {"name", "function", "tool_name", "tool", "arguments", "parameters", "tool_calls", "thought"}
+)
+# xLAM's first format: {"thought": "...", "tool_calls": [calls]}; the thought is what the model said.
+_WRAPPER_KEYS = frozenset({"thought", "tool_calls"})
+_GEMMA_CALL = re.compile(r"(?:call[ \t]*:[ \t]*)?([A-Za-z_][\w.\-]*)\s*\{")
 _NAME_KEYS = ("name", "tool_name", "tool", "function")
 _ARGS_KEYS = ("arguments", "parameters", "args", "input", "tool_input", "params")
 _CALL_SHAPED = re.compile(r'"(?:arguments|parameters)"\s*:')
@@ -74,11 +88,23 @@ class Problem:
 
 @dataclass
 class Read:
-    """What a reader found at one position, and where it stopped."""
+    """What a reader found at one position, and where it stopped.
+
+    ``said`` is text the model wrote inside the call's syntax for the user to read (xLAM's "thought"):
+    it stands in the content where the call was.
+    """
 
     end: int
     calls: list[ToolCall] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+
+    def take(self, other: Read) -> None:
+        """Add what ``other`` found after this, and end where it ends."""
+        self.calls.extend(other.calls)
+        self.problems.extend(other.problems)
+        self.said.extend(other.said)
+        self.end = other.end
 
 
 class DialectReader:
@@ -101,9 +127,7 @@ class DialectReader:
                 break
             if found is None:
                 found = Read(read.end)
-            found.calls.extend(read.calls)
-            found.problems.extend(read.problems)
-            found.end = read.end
+            found.take(read)
             p = skip_ws(text, read.end)
             if p < self.n and text[p] in ",;":
                 p = skip_ws(text, p + 1)
@@ -135,6 +159,10 @@ class DialectReader:
         text, closer = self.text, _CLOSERS[opener]
         strong = opener not in _WEAK_TAGS
         body = start + len(opener)
+        if opener == GEMMA_OPEN:
+            gemma = self._gemma(start)
+            if gemma is not None:
+                return gemma
         read = self._sequence(body, depth=depth + 1, strong=strong, mistral=opener == "[TOOL_CALLS]")
         if read is None or not (read.calls or read.problems):
             if not strong:
@@ -173,6 +201,9 @@ class DialectReader:
                 why = f"its JSON is not valid: {error}"
                 return Read(close + 1, problems=[self._format(p, why, self._name_hint(p))])
             return None
+        wrapped = self._wrapper(value, p, close + 1)
+        if wrapped is not None:
+            return wrapped
         outcome = self._from_object(value, p, strong=strong)
         if outcome is None:
             return Read(close + 1)  # well-formed data that is not a call
@@ -181,6 +212,9 @@ class DialectReader:
         return Read(close + 1, calls=[outcome])
 
     def _json_list(self, p: int, *, strong: bool) -> Read | None:
+        """``[{call}, {call}]`` (Mistral, xLAM, Hammer). The first element decides, as the first key does
+        for an object: a list that opens with data is data, skipped whole; in a list that opens with a
+        call, every element is meant as one (data there is a problem, not silently dropped)."""
         text = self.text
         found = Read(p + 1)
         q = skip_ws(text, p + 1)
@@ -188,21 +222,41 @@ class DialectReader:
             read = self._json_value(q, strong=strong)
             if read is None:
                 break
-            found.calls.extend(read.calls)
-            found.problems.extend(read.problems)
-            found.end = read.end
+            if not (strong or read.calls or read.problems or read.said):
+                close = self.scan.close_of(p)
+                return Read(close + 1) if close > 0 else None  # data: nothing in it is a call
+            strong = True
+            found.take(read)
             q = skip_ws(text, read.end)
             if q < self.n and text[q] == ",":
                 q = skip_ws(text, q + 1)
                 continue
             break
-        if not (found.calls or found.problems):
+        if not (found.calls or found.problems or found.said):
             return None
         if q < self.n and text[q] == "]":
             found.end = q + 1
         elif q >= self.n:
             found.end = self.n  # a list the reply ended inside: its complete calls still count
         return found
+
+    def _wrapper(self, value: Any, pos: int, end: int) -> Read | None:
+        """``{"tool_calls": [calls]}``, with xLAM's ``"thought"`` beside them; None for anything else."""
+        if not (isinstance(value, dict) and isinstance(value.get("tool_calls"), list)):
+            return None
+        if not set(value) <= _WRAPPER_KEYS:
+            return None
+        thought = value.get("thought")
+        found = Read(end, said=[thought.strip()] if isinstance(thought, str) and thought.strip() else [])
+        for i, item in enumerate(value["tool_calls"]):
+            # Problems are told apart by position; the elements of one decoded object share its start.
+            outcome = self._from_object(item, pos + i, strong=True)
+            if isinstance(outcome, ToolCall):
+                found.calls.append(outcome)
+            elif outcome is not None:
+                found.problems.append(outcome)
+        # An empty list with no thought says nothing: leave it as the text it is.
+        return found if found.calls or found.problems or found.said else None
 
     def _call_shaped(self, start: int, end: int) -> bool:
         key = _FIRST_KEY.match(self.text, start)
@@ -268,9 +322,7 @@ class DialectReader:
             read = self._python_call(q, name.group(), paren_at, strong=True)
             if read is None:
                 break
-            found.calls.extend(read.calls)
-            found.problems.extend(read.problems)
-            found.end = read.end
+            found.take(read)
             q = skip_ws(text, read.end)
             if q < self.n and text[q] == ",":
                 q = skip_ws(text, q + 1)
@@ -334,6 +386,28 @@ class DialectReader:
             return Read(close + 1, problems=[self._format(p, parsed, name)]) if strong else None
         positional, keywords = parsed
         return self._one_call(close + 1, self._make_call(p, name, keywords, positional=positional))
+
+    def _gemma(self, start: int) -> Read | None:
+        """FunctionGemma's ``<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>``.
+
+        None when the tag holds something else (JSON, say): the generic tag reader reads that.
+        """
+        text = self.text
+        head = _GEMMA_CALL.match(text, skip_ws(text, start + len(GEMMA_OPEN)))
+        if head is None:
+            return None
+        name = head.group(1)
+        try:
+            arguments, end = read_arguments(text, head.end() - 1, self.scan)
+        except GemmaSyntaxError as error:
+            close = self.scan.find(GEMMA_CLOSE, start)
+            stop = close + len(GEMMA_CLOSE) if close != -1 else max(error.pos, start + len(GEMMA_OPEN))
+            return Read(stop, problems=[self._format(start, f"in {name}'s arguments, {error}", name)])
+        for closer in (GEMMA_CLOSE, GEMMA_RESPONSE):
+            after = skip_ws(text, end)
+            if text.startswith(closer, after):
+                end = after + len(closer)
+        return self._one_call(end, self._make_call(start, name, arguments))
 
     def _glm(self, p: int, name: str, pos: int) -> Read:
         """GLM-4.5's body: ``name`` then ``<arg_key>k</arg_key><arg_value>v</arg_value>`` pairs."""

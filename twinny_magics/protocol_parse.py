@@ -1,11 +1,11 @@
 """Reading the tool calls out of a finished reply, in every dialect small models drift to.
 
 Pure: no I/O. One left-to-right pass finds the places where a call may start (a fence at a line start,
-a call tag, ``<function=``, ``[TOOL_CALLS]``, a JSON object, a Python-style call of an offered tool,
-``<think>``), decides whether a call may stand there, and hands it to the reader for its dialect
-(``protocol_dialects``). A reader returns the calls it read, the problems it found and where it stopped;
-the pass goes on from there, so the whole reply is read once. The decisions this module makes are
-listed in ``twinny_magics.protocol``.
+a call tag or token such as ``<start_function_call>``, ``<function=``, ``[TOOL_CALLS]``, a JSON object
+or list, a Python-style call of an offered tool, ``<think>``), decides whether a call may stand there,
+and hands it to the reader for its dialect (``protocol_dialects``). A reader returns the calls it read,
+the problems it found and where it stopped; the pass goes on from there, so the whole reply is read
+once. The decisions this module makes are listed in ``twinny_magics.protocol``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import CallFormatError, ModelFeedback, UnknownTool
 from twinny_magics.protocol_dialects import HSPACE, TAG_PATTERN, DialectReader, Problem, Read
+from twinny_magics.protocol_gemma import GEMMA_OPEN
 from twinny_magics.protocol_scan import skip_ws
 from twinny_magics.protocol_schema import ToolSpec, tool_specs
 
@@ -87,7 +88,8 @@ class _Reader(DialectReader):
         super().__init__(text, specs)
         self.calls: list[ToolCall] = []
         self.problems: dict[int, Problem] = {}
-        self.removed: list[tuple[int, int]] = []
+        # Spans of the reply that are calls or thinking, with the text that stands in their place.
+        self.removed: list[tuple[int, int, str]] = []
         self.thinking: list[str] = []
         self.seen_think = False
         stripped = text.rstrip()
@@ -133,8 +135,8 @@ class _Reader(DialectReader):
         self.calls.extend(read.calls)
         for problem in read.problems:
             self.problems.setdefault(problem.pos, problem)
-        if read.calls:
-            self.removed.append((start, read.end))
+        if read.calls or read.said:
+            self.removed.append((start, read.end, "\n\n".join(read.said)))
 
     def _unthink(self, match: re.Match[str]) -> int:
         # A closer with no opener: the template opened <think> in the prompt, so all before it was
@@ -146,7 +148,7 @@ class _Reader(DialectReader):
         self.calls.clear()
         self.problems.clear()
         self.thinking = [self.text[: match.start()].strip()]
-        self.removed = [(0, match.end())]
+        self.removed = [(0, match.end(), "")]
         return match.end()
 
     def _think(self, match: re.Match[str]) -> int:
@@ -154,7 +156,7 @@ class _Reader(DialectReader):
         close = self.scan.find("</think>", match.end())
         end = self.n if close == -1 else close + 8
         self.thinking.append(self.text[match.end() : close if close != -1 else self.n].strip())
-        self.removed.append((match.start(), end))
+        self.removed.append((match.start(), end, ""))
         return end
 
     # --- top-level handlers: each decides whether what it found counts here ---------------------------
@@ -174,7 +176,7 @@ class _Reader(DialectReader):
             whole = after >= self.n or text.startswith(ticks, after)
             if read.calls and (whole or strong):
                 end = after + len(ticks) if text.startswith(ticks, after) else self._fence_end(read.end)
-                self._record(start, Read(end, read.calls, read.problems))
+                self._record(start, Read(end, read.calls, read.problems, read.said))
                 return end
             if read.problems and (strong or lang in ("", "json", "xml")):
                 self._record(start, read)
@@ -197,9 +199,9 @@ class _Reader(DialectReader):
         if read is None:
             return match.end()
         self._record(match.start(), read)
-        if not read.calls and opener.startswith(("<|", "[TOOL")):
+        if not read.calls and opener.startswith(("<|", "[TOOL", GEMMA_OPEN)):
             # Special tokens are never meant for the reader, whether or not a call followed.
-            self.removed.append((match.start(), match.end()))
+            self.removed.append((match.start(), match.end(), ""))
         return read.end
 
     def _top_function(self, match: re.Match[str]) -> int:
@@ -262,10 +264,13 @@ class _Reader(DialectReader):
         text = self.text
         pieces: list[str] = []
         last = 0
-        for start, end in sorted(self.removed):
+        for start, end, said in sorted(self.removed):
             if end <= last:
                 continue
             pieces.append(text[last : max(start, last)])
+            if said:
+                # What the model said inside a call stands where the call was, set apart like a call.
+                pieces.append(said)
             last = end
         pieces.append(text[last:])
         # Separators between calls ("; ", ",") belong to the calls, not the prose.

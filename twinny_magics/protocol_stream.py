@@ -2,13 +2,15 @@
 
 Pure: no I/O. A display shows the reply as it streams but must never show part of a call, so it shows
 everything before the first call marker and holds back up to ``HOLD`` trailing characters that could be
-the start of one. ``displayable_length`` answers for a whole text; ``StreamDetector`` answers chunk by
-chunk with the same scanner, keeping only the held-back tail between chunks, so a reply streamed in
-tiny chunks costs what one scan of it costs rather than one scan per chunk.
+the start of one. Whitespace inside a marker is not counted (up to ``2 * HOLD`` characters in all): a
+call list indented the way Hammer's prompt shows it puts its first key 13 characters in.
+``displayable_length`` answers for a whole text; ``StreamDetector`` answers chunk by chunk with the same
+scanner, keeping only the held-back tail between chunks, so a reply streamed in tiny chunks costs what
+one scan of it costs rather than one scan per chunk.
 
 The scanner skips the inside of ``<think>`` blocks (calls there are not read) and of fenced code in
-other languages (a brace in a Python example is not a call), and decides from at most ``HOLD``
-characters at each ``` ` < [ { ```, so its answer for a prefix never depends on how the prefix arrived.
+other languages (a brace in a Python example is not a call), and decides from a bounded window at each
+``` ` < [ { ```, so its answer for a prefix never depends on how the prefix arrived.
 """
 
 from __future__ import annotations
@@ -16,16 +18,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from twinny_magics.protocol_gemma import GEMMA_OPEN
 from twinny_magics.protocol_parse import ParsedReply, parse_reply
 
 HOLD = 12
 
 _NO, _MAYBE, _MATCH, _THINK_OPEN, _THINK_CLOSE, _CODE_OPEN, _CODE_CLOSE = range(7)
 _TEXT, _THINK, _CODE = range(3)
+# The window a decision reads: HOLD characters that are not whitespace, and at most twice HOLD in all.
+_WINDOW = re.compile(rf"(?:\s*\S){{{HOLD}}}")
+_SPACE = re.compile(r"\s")
 # Only characters that can start a marker stop the regex (checked in C); the next character already rules
 # out most brackets in code and prose, and one at the very end of the text must wait for more.
 _TRIGGERS = {
-    _TEXT: re.compile(r"`|<(?:[tf|]|\Z)|\[(?:[\sT{]|\Z)|\{(?:[\s\"]|\Z)"),
+    _TEXT: re.compile(r"`|<(?:[tfs|]|\Z)|\[(?:[\sT{]|\Z)|\{(?:[\s\"]|\Z)"),
     _THINK: re.compile(r"<(?:/|\Z)"),
     _CODE: re.compile("`"),
 }
@@ -41,9 +47,14 @@ _LITERALS = tuple(
         "<|python_start|>",
         "<|tool_call_start|>",
         "[TOOL_CALLS]",
+        GEMMA_OPEN,
     )
 )
-_JSON_KEYS = ('"name"', '"function"', '"tool_name"')
+# xLAM's first format opens with "thought" or "tool_calls"; the others are a call's own first key.
+_JSON_KEYS = ('"name"', '"function"', '"tool_name"', '"tool_calls"', '"thought"')
+# With the window full, this much of a key is enough to call it (a key longer than the window, or one
+# after indentation); less than this could begin any key.
+_KEY_PREFIX = 3
 _FENCE_CALL_LANGS = ("tool", "json")
 
 
@@ -55,7 +66,19 @@ def _literal(window: str, literal: str, need_more: bool) -> int:
     return _NO
 
 
-def _json_start(window: str, need_more: bool) -> int:
+def _window(buf: str, k: int) -> tuple[str, bool]:
+    """The text a decision at ``k`` reads, and whether it is all there (False: the text ran out first)."""
+    plain = buf[k : k + HOLD]
+    if len(plain) == HOLD and _SPACE.search(plain) is None:
+        return plain, True  # the common case, without the regex that skips whitespace
+    stop = min(len(buf), k + 2 * HOLD)
+    found = _WINDOW.match(buf, k, stop)
+    if found is not None:
+        return found.group(), True
+    return buf[k:stop], stop == k + 2 * HOLD
+
+
+def _json_start(window: str, need_more: bool, full: bool) -> int:
     """``{"name"`` (also after ``[`` and with whitespace between) starts a JSON call."""
     j = 0
     if window.startswith("["):
@@ -70,10 +93,13 @@ def _json_start(window: str, need_more: bool) -> int:
         if rest.startswith(key):
             return _MATCH
         maybe = maybe or key.startswith(rest)
-    return _MAYBE if maybe and need_more else _NO
+    if maybe and need_more:
+        return _MAYBE
+    # ``full``: the window, not the end of the reply, cut the key short.
+    return _MATCH if maybe and full and len(rest) >= _KEY_PREFIX else _NO
 
 
-def _fence(window: str, need_more: bool) -> tuple[int, int]:
+def _fence(window: str, need_more: bool, full: bool) -> tuple[int, int]:
     """A fence at a line start: a call when ``tool``/``json`` or a bare fence around a call, else code."""
     if not window.startswith("```"):
         return (_MAYBE, 0) if need_more and "```".startswith(window) else (_NO, 1)
@@ -88,7 +114,7 @@ def _fence(window: str, need_more: bool) -> tuple[int, int]:
         body = line.lstrip()
         if not body:
             return (_MAYBE, 0) if need_more else (_CODE_OPEN, ticks)
-        states = [_json_start(body, need_more), *(_literal(body, lit, need_more) for lit in _LITERALS)]
+        states = [_json_start(body, need_more, full), *(_literal(body, lit, need_more) for lit in _LITERALS)]
         if _MATCH in states:
             return _MATCH, 0
         if _MAYBE in states:
@@ -99,9 +125,11 @@ def _fence(window: str, need_more: bool) -> tuple[int, int]:
     return _CODE_OPEN, ticks
 
 
-def _classify(window: str, mode: int, line_start: bool, final: bool) -> tuple[int, int]:
-    """What the text at a trigger character is, and how many characters that decision consumes."""
-    need_more = not final and len(window) < HOLD
+def _classify(window: str, mode: int, line_start: bool, need_more: bool, full: bool) -> tuple[int, int]:
+    """What the text at a trigger character is, and how many characters that decision consumes.
+
+    ``need_more``: the window is not all there yet and the reply goes on; ``full``: it is all there.
+    """
     if mode == _THINK:
         state = _literal(window, "</think>", need_more)
         return (_THINK_CLOSE, 8) if state == _MATCH else (state, 1)
@@ -113,7 +141,7 @@ def _classify(window: str, mode: int, line_start: bool, final: bool) -> tuple[in
     first = window[0]
     if first == "`":
         if line_start:
-            return _fence(window, need_more)
+            return _fence(window, need_more, full)
         # Mid-line, a bare fence is inline code, but ```tool or ```json opens a call the parser will read.
         states = [_literal(window, "```" + lang, need_more) for lang in _FENCE_CALL_LANGS]
         if _MATCH in states:
@@ -128,7 +156,7 @@ def _classify(window: str, mode: int, line_start: bool, final: bool) -> tuple[in
     if first == "[":
         states.append(_literal(window, "[TOOL_CALLS]", need_more))
     if first in "[{":
-        states.append(_json_start(window, need_more))
+        states.append(_json_start(window, need_more, full))
     if _MATCH in states:
         return _MATCH, 0
     return (_MAYBE, 0) if _MAYBE in states else (_NO, 1)
@@ -166,7 +194,8 @@ class _MarkerScan:
                 break
             k = found.start()
             at_k = _line_start_after(line_start, buf[i:k])
-            state, consumed = _classify(buf[k : k + HOLD], mode, at_k, final)
+            window, full = _window(buf, k)
+            state, consumed = _classify(window, mode, at_k, not (final or full), full)
             if state == _MATCH:
                 self.started = True
                 self._pending = ""
