@@ -186,15 +186,26 @@ async def test_read_file_handles_a_huge_file_through_its_window(tmp_path: Path) 
     ("arguments", "message"),
     [
         ({"path": "src"}, "src is a folder; use list_dir to see what is in it."),
-        ({"path": "src/app.py", "start_line": 9}, "src/app.py has 5 lines; start_line 9 is past the end."),
-        ({"path": "src/app.py", "start_line": 4, "end_line": 2}, "end_line (2) is before start_line (4)."),
-        ({"path": "src/app.py", "start_line": 0}, "start_line counts from 1."),
+        (
+            {"path": "src/app.py", "start_line": 9},
+            "src/app.py has 5 lines; start_line 9 is past the end. "
+            'To read its end: {"name": "read_file", "arguments": {"path": "src/app.py"}}',
+        ),
+        (
+            {"path": "src/app.py", "start_line": 4, "end_line": 2},
+            "end_line (2) is before start_line (4): "
+            '{"name": "read_file", "arguments": {"path": "src/app.py", "start_line": 2, "end_line": 4}}',
+        ),
+        (
+            {"path": "src/app.py", "start_line": 0},
+            'start_line counts from 1: {"name": "read_file", "arguments": {"path": "src/app.py"}}',
+        ),
     ],
 )
 async def test_read_file_refuses_a_folder_and_impossible_windows_with_a_reason(
     project: Path, arguments: dict[str, object], message: str
 ) -> None:
-    """Each wrong request is an error saying what is wrong."""
+    """Each wrong request is an error saying what is wrong, with the call that reads what exists."""
     out = await Workspace(project).run(ToolCall("read_file", arguments))
     assert out.is_error
     assert out.text == message

@@ -1,11 +1,13 @@
 """What every tool shares: the limits it keeps to and the output it returns.
 
-Kept apart from the tools so that the registry, the edits and the loop can import these two small types
-without importing each other.
+Kept apart from the tools so that the registry, the edits and the loop can import these small types
+and helpers without importing each other.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,3 +53,12 @@ def cut_line(line: str, limit: int) -> str:
     if len(line) <= limit:
         return line
     return f"{line[:limit]} …[+{len(line) - limit} chars]"
+
+
+def call_text(name: str, arguments: Mapping[str, object]) -> str:
+    """A call as a message shows it for the model to copy: the JSON object a text-mode ```tool block holds.
+
+    One line, in the same shape as the text protocol's own example, so a model in either mode can send it
+    back as it is.
+    """
+    return json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)

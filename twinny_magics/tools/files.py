@@ -23,7 +23,7 @@ import pathspec
 import regex
 
 from twinny_magics.errors import WorkspaceError
-from twinny_magics.tools.base import ToolLimits, cut_line
+from twinny_magics.tools.base import ToolLimits, call_text, cut_line
 from twinny_magics.tools.notebook import notebook_lines
 from twinny_magics.tools.paths import Confinement, Entry, Target, open_file, shown
 
@@ -179,8 +179,14 @@ def _size(size: int) -> str:
 # --- find_files -----------------------------------------------------------------------------------
 
 
-def find_files(conf: Confinement, limits: ToolLimits, pattern: str) -> str:
-    """Paths matching a glob (``**/*.py``, ``*.md``, ``src/*.py``) or containing a name fragment."""
+def find_files(
+    conf: Confinement, limits: ToolLimits, pattern: str, *, stop: threading.Event | None = None
+) -> str:
+    """Paths matching a glob (``**/*.py``, ``*.md``, ``src/*.py``) or containing a name fragment.
+
+    When no name matches but the pattern's word is in files' text (a class name asked of file names),
+    the answer names those files and the grep call that searches contents (`_inside_files`).
+    """
     pattern = pattern.strip().removeprefix("./")
     if not pattern:
         raise WorkspaceError(
@@ -190,6 +196,9 @@ def find_files(conf: Confinement, limits: ToolLimits, pattern: str) -> str:
     walk = conf.walk(Target(conf.root, "."), limits.scan_entries)
     found = sorted(e.rel + ("/" if e.is_dir else "") for e in walk if matches(e))
     if not found:
+        inside = _inside_files(conf, limits, pattern, stop)
+        if inside:
+            return inside
         how = "" if GLOB_CHARS & set(pattern) else " (a glob like **/*name* also matches by part of the name)"
         return f"No files match {pattern!r}{how}." + _walk_note(walk.truncated, limits)
     head = f"{len(found)} match(es) for {pattern!r}:"
@@ -217,6 +226,52 @@ def _matcher(pattern: str) -> _Match:
     return lambda e: fnmatch.fnmatchcase(e.rel.rsplit("/", 1)[-1].lower(), glob)
 
 
+# Looking inside files for a find_files or grep that found nothing takes at most this long in all
+# (within grep's own bounds per file and per call): the answer is a hint, not a second search.
+HINT_SECONDS = 2.0
+_HINT_FILES = 5
+_EXTENSION_GLOB = re.compile(r"\*?\.[A-Za-z0-9]{1,6}$")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def _inside_files(conf: Confinement, limits: ToolLimits, pattern: str, stop: threading.Event | None) -> str:
+    """For a find_files that matched no name: the files whose text holds the pattern's word, and the grep
+    call that searches contents — one line; "" when none does or the pattern has no word to look for.
+
+    A plain pattern is looked for as written (``def main``); a glob or a regex by its longest word
+    (``.*ClassName.*``, ``**/*Loader*.py``), never by a file extension alone (``*.rs``).
+    """
+    if GLOB_CHARS & set(pattern) or set("\\()|+^$") & set(pattern):
+        last = _EXTENSION_GLOB.sub("", pattern.rstrip("/").rsplit("/", 1)[-1])
+        words = sorted(_WORDS.findall(re.sub(r"\\[A-Za-z]", " ", last)), key=len, reverse=True)
+        word = words[0] if words else ""
+    else:
+        word = pattern if re.search(r"[A-Za-z0-9_]{3,}", pattern) else ""
+    if not word:
+        return ""
+    start = Target(conf.root, ".", conf.root)
+    until = time.monotonic() + HINT_SECONDS
+    for search in (re.escape(word), "(?i)" + re.escape(word)):
+        seconds = until - time.monotonic()
+        if seconds <= 0:
+            return ""
+        tally = files_matching(
+            conf, limits, start, search, stop=stop, seconds=seconds, max_files=_HINT_FILES + 1
+        )
+        if tally.files:
+            break
+    else:
+        return ""
+    what = "it" if word == pattern else repr(word)
+    names = ", ".join(tally.files[:_HINT_FILES]) + (", …" if len(tally.files) > _HINT_FILES else "")
+    shown_pattern = word if search == re.escape(word) else search
+    call = call_text("grep", {"pattern": shown_pattern})
+    return (
+        f"No file name matches {pattern!r}; these files contain {what}: {names} — use grep to search "
+        f"contents: {call}"
+    )
+
+
 def _walk_note(truncated: bool, limits: ToolLimits) -> str:
     if not truncated:
         return ""
@@ -242,9 +297,12 @@ def read_file(
         raise WorkspaceError(f"{name} is a binary file ({size}); read_file shows text files only.")
     start = 1 if start_line is None else start_line
     if start < 1:
-        raise WorkspaceError("start_line counts from 1.")
+        raise WorkspaceError(f"start_line counts from 1: {call_text('read_file', {'path': name})}")
     if end_line is not None and end_line < start:
-        raise WorkspaceError(f"end_line ({end_line}) is before start_line ({start}).")
+        turned = {"path": name} | ({"start_line": end_line, "end_line": start} if end_line >= 1 else {})
+        raise WorkspaceError(
+            f"end_line ({end_line}) is before start_line ({start}): {call_text('read_file', turned)}"
+        )
     wanted_end = end_line if end_line is not None else start + limits.read_lines - 1
     stop = min(wanted_end, start + limits.read_lines - 1)
     shown_lines: list[tuple[int, str]] = []
@@ -275,7 +333,12 @@ def read_file(
             raise WorkspaceError(
                 f"start_line {start} is past the {total} lines read_file reads of {name}. {why[1:-1]}"
             )
-        raise WorkspaceError(f"{name} has {total} lines; start_line {start} is past the end.")
+        last_page = total - limits.read_lines + 1
+        end = {"path": name} | ({"start_line": last_page} if last_page > 1 else {})
+        raise WorkspaceError(
+            f"{name} has {total} line{'s' if total != 1 else ''}; start_line {start} is past the end. "
+            f"To read its end: {call_text('read_file', end)}"
+        )
     last = shown_lines[-1][0]
     width = len(str(last))
     body = [f"{n:>{width}}: {text}" for n, text in shown_lines]
@@ -590,8 +653,54 @@ def grep(
     if stopped == "cancelled":
         notes.append("[The search was cancelled.]")
     if not rows:
-        return "\n".join([f"No matches for {pattern!r} in {where}.", *notes])
+        said = f"No matches for {pattern!r} in {where}"
+        wider = "" if stopped or slow else _wider(conf, limits, pattern, start, path, stop, search)
+        return "\n".join([f"{said}; {wider}" if wider else f"{said}.", *notes])
     return "\n".join([*rows, *notes])
+
+
+_FLAGS_FIRST = re.compile(r"\(\?([aiLmsux]+)\)")
+_REGEX_SYNTAX = re.compile(r"\\[A-Za-z]|\[(?:\\.|[^\]])*\]|\(\?[A-Za-z-]*[:)]|\(\?P?<\w+>|\{\d*,?\d*\}")
+
+
+def _wider(  # noqa: PLR0917 (grep's own state, handed on whole)
+    conf: Confinement,
+    limits: ToolLimits,
+    pattern: str,
+    start: Target,
+    path: str | None,
+    stop: threading.Event | None,
+    search: _Search,
+) -> str:
+    """For a grep that matched nothing: a case-insensitive or shorter pattern that would match, how much it
+    would find, and the call — one line; "" when none would.
+
+    Tried in order: ``(?i)`` and the pattern, its longest literal word, that word case-insensitively;
+    each looked for as grep looks (`files_matching`) within `HINT_SECONDS` in all and within the call's
+    own deadline (``search``'s).
+    """
+    tries: list[tuple[str, str]] = []
+    flags = _FLAGS_FIRST.match(pattern)
+    rest = pattern[flags.end() :] if flags else pattern
+    given = flags.group(1) if flags else ""
+    if "i" not in given and not _FLAGS_FIRST.search(rest) and re.search("[A-Za-z]", rest):
+        tries.append(("the case-insensitive", f"(?i{given})" + rest))
+    words = sorted(_WORDS.findall(_REGEX_SYNTAX.sub(" ", pattern)), key=len, reverse=True)
+    if words and words[0] != pattern:
+        tries += [("the shorter", re.escape(words[0])), ("the shorter", "(?i)" + re.escape(words[0]))]
+    until = min(search.call_deadline, time.monotonic() + HINT_SECONDS)
+    for how, candidate in tries:
+        seconds = until - time.monotonic()
+        if seconds <= 0:
+            break
+        tally = files_matching(conf, limits, start, candidate, stop=stop, seconds=seconds)
+        if tally.files:
+            least = "" if tally.complete else "at least "
+            lines = f"{least}{tally.lines} matching line{'s' if tally.lines != 1 else ''}"
+            files = f"{len(tally.files)} file{'s' if len(tally.files) != 1 else ''}"
+            arguments = {"pattern": candidate} | ({"path": path} if path else {})
+            return f"{how} {candidate!r} would give {lines} in {files}: {call_text('grep', arguments)}"
+    return ""
 
 
 class _TooLarge(Exception):
@@ -624,6 +733,63 @@ def _grep_text(entry: Target | Entry, limits: ToolLimits) -> str | None:
     if nul >= 0:
         text = text[:nul]
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+class Tally:
+    """What a bounded look through files (`files_matching`) found: the files with a match, the matching
+    lines, whether all was searched."""
+
+    def __init__(self) -> None:
+        self.files: list[str] = []
+        self.lines = 0
+        self.complete = True
+
+
+def files_matching(
+    conf: Confinement,
+    limits: ToolLimits,
+    start: Target,
+    pattern: str,
+    *,
+    stop: threading.Event | None,
+    seconds: float,
+    max_files: int | None = None,
+) -> Tally:
+    """The files and lines under ``start`` that match ``pattern``, found as grep finds them (the same walk,
+    deny list and ignore rules, size and binary checks, per-file time bound) within ``seconds``; nothing
+    of the text is kept. A file that cannot be searched is passed over."""
+    tally = Tally()
+    try:
+        search = _Search(pattern, stop, seconds)
+    except WorkspaceError:
+        tally.complete = False
+        return tally
+    walk = conf.walk(start, limits.scan_entries)
+    files: Iterator[Target | Entry] = iter(walk) if start.real.is_dir() else iter([start])
+    for entry in files:
+        if isinstance(entry, Entry) and entry.is_dir:
+            continue
+        try:
+            search.check()
+            text = _grep_text(entry, limits)
+            if text is None:
+                continue
+            count = sum(1 for _ in search.matches(text, GREP_FILE_SECONDS))
+        except GrepStopped as halt:
+            tally.complete = False
+            if halt.why == "file":
+                continue
+            break
+        except Exception:  # unreadable, too large, vanished: a hint passes over it
+            continue
+        if count:
+            tally.files.append(entry.rel)
+            tally.lines += count
+            if max_files is not None and len(tally.files) >= max_files:
+                tally.complete = False
+                break
+    tally.complete = tally.complete and not walk.truncated
+    return tally
 
 
 def _why_unreadable(exc: OSError | WorkspaceError) -> str:

@@ -26,7 +26,7 @@ from twinny_magics.tools import commands, files, notebook
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
-from twinny_magics.tools.registry import TOOLS, bind
+from twinny_magics.tools.registry import TOOLS, bind, refusal
 
 EditsMode = Literal["review", "apply"]
 CommandsMode = Literal["ask", "allow", "off"]
@@ -130,7 +130,7 @@ class Workspace:
                 name == "kernel_variables" and self.namespace is None
             ):
                 continue
-            definition = spec.definition(extra.get(name, ""), read_lines=self.limits.read_lines)
+            definition = spec.definition(extra.get(name, ""))
             if name in self.descriptions:
                 # Exactly the given text, not formatted and with no note appended: what is tuned is what
                 # the model reads.
@@ -180,21 +180,37 @@ class Workspace:
 
     async def _dispatch(self, name: str, args: dict[str, Any]) -> ToolOutput:
         conf, limits = self._conf, self.limits
+        # A copied description, a placeholder path or a sentence for a file name is refused before the
+        # tool runs (under edits=apply it would land on disk), against the descriptions the model read.
+        described = [
+            text
+            for definition in self.definitions()
+            for text in (
+                definition["function"]["description"],
+                *(p["description"] for p in definition["function"]["parameters"]["properties"].values()),
+            )
+        ]
+        # On a worker thread: naming the nearest real files walks the workspace (bounded, like grep).
+        refused = await asyncio.to_thread(refusal, TOOLS[name], args, described, conf, limits)
+        if refused is not None:
+            raise WorkspaceError(refused)
         if name == "list_dir":
             return ToolOutput(files.list_dir(conf, limits, args.get("path")))
-        if name == "find_files":
-            return ToolOutput(files.find_files(conf, limits, args["pattern"]))
         if name == "read_file":
             text = files.read_file(conf, limits, args["path"], args.get("start_line"), args.get("end_line"))
             return ToolOutput(text)
-        if name == "grep":
-            # On a worker thread: the searches release the GIL and are bounded in time (files.grep), and
-            # a cancelled reply (the stop button) is not kept waiting; `stop` ends the thread's search.
+        if name in ("grep", "find_files"):
+            # On a worker thread: the searches (find_files looks inside files when no name matches)
+            # release the GIL and are bounded in time (files.grep), and a cancelled reply (the stop
+            # button) is not kept waiting; `stop` ends the thread's search.
             stop = threading.Event()
             try:
-                text = await asyncio.to_thread(
-                    files.grep, conf, limits, args["pattern"], args.get("path"), stop=stop
-                )
+                if name == "grep":
+                    text = await asyncio.to_thread(
+                        files.grep, conf, limits, args["pattern"], args.get("path"), stop=stop
+                    )
+                else:
+                    text = await asyncio.to_thread(files.find_files, conf, limits, args["pattern"], stop=stop)
             finally:
                 stop.set()
             return ToolOutput(text)
