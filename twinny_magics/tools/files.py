@@ -16,7 +16,7 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pathspec
@@ -546,6 +546,14 @@ def _expansion(pattern: str) -> int:
     return size + sum(before for before, _ in stack)
 
 
+def _files_in(start: Target, walk: Iterable[Entry]) -> Iterator[Target | Entry]:
+    """The files a search reads: ``start`` itself when it is a file, else the files of its walk."""
+    if not start.real.is_dir():
+        yield start
+        return
+    yield from (entry for entry in walk if not entry.is_dir)
+
+
 def grep(
     conf: Confinement,
     limits: ToolLimits,
@@ -579,15 +587,13 @@ def grep(
     search = _Search(pattern, stop, call_seconds)
     start = require(conf, path, limits)
     walk = conf.walk(start, limits.scan_entries)
-    files: Iterator[Target | Entry] = iter([start]) if not start.real.is_dir() else iter(walk)
+    files = _files_in(start, walk)
     rows: list[str] = []
     left_out = capped_files = too_large = 0
     unreadable: list[str] = []
     slow: list[str] = []
     stopped = ""
     for entry in files:
-        if isinstance(entry, Entry) and entry.is_dir:
-            continue
         try:
             search.check()
             text = _grep_text(entry, limits)
@@ -765,10 +771,7 @@ def files_matching(
         tally.complete = False
         return tally
     walk = conf.walk(start, limits.scan_entries)
-    files: Iterator[Target | Entry] = iter(walk) if start.real.is_dir() else iter([start])
-    for entry in files:
-        if isinstance(entry, Entry) and entry.is_dir:
-            continue
+    for entry in _files_in(start, walk):
         try:
             search.check()
             text = _grep_text(entry, limits)
