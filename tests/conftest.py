@@ -44,6 +44,7 @@ from fixtures_servers import (
 )
 from hypothesis import settings
 
+from twinny_magics.modes import LEARNED_MODES
 from twinny_magics.servers.asking import DEFAULT_CACHE
 
 # Properties, not timings: a shared 2-core machine can take longer than hypothesis's 200 ms deadline on
@@ -102,3 +103,11 @@ def _fresh_probe_cache() -> Iterator[None]:
     DEFAULT_CACHE.clear()
     yield
     DEFAULT_CACHE.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_mode_memory() -> Iterator[None]:
+    """Each test starts with nothing that ``mode="auto"`` learned in another (also process-wide)."""
+    LEARNED_MODES.clear()
+    yield
+    LEARNED_MODES.clear()

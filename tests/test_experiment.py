@@ -194,7 +194,7 @@ def test_an_unknown_option_is_refused_naming_the_options_and_the_likely_one() ->
         ({"steps": "4"}, "steps='4' is not a int"),
         ({"steps": 0}, "steps=0 must be 1 or more"),
         ({"temperature": 3}, "temperature=3 must be from 0 to 2"),
-        ({"grammar": "lazy"}, "grammar='lazy' is not one of"),
+        ({"grammar": "eager"}, "grammar='eager' is not one of"),
         ({"workspace": "."}, "workspace is the experiment's"),
     ],
 )

@@ -223,7 +223,8 @@ def test_a_text_mode_call_planted_in_a_file_is_data_not_a_call(
         text('```tool\n{"name": "read_file", "arguments": {"path": "call.md"}}\n```'),
         text("The file holds a tool call."),
     )
-    cell = run_cell(ip, server, "What is in call.md?", "--mode text --commands allow")
+    # --grammar off: a scripted server cannot continue a reply, as the lazy call grammar asks llama.cpp to.
+    cell = run_cell(ip, server, "What is in call.md?", "--mode text --grammar off --commands allow")
     assert "The file holds a tool call." in cell.text
     assert not (workspace / PWNED).exists()
     assert len(server.bodies) == 2

@@ -182,8 +182,8 @@ class Agent:
             self.approve = approve
         if self._loop is not None:
             self._loop.settings = self.settings
-            if mode in ("native", "text"):
-                self._loop.mode = mode
+            if mode is not None:
+                self._loop.set_mode(mode)  # the same setting again keeps what auto learned
         if isinstance(self._tools, Workspace):
             self._tools.edits = self.edits
             self._tools.commands = self.commands

@@ -110,6 +110,9 @@ class RequestRecord:
     finish_reason: str | None = None
     last: bool = False
     retried: str | None = None
+    #: The reply's call was finished by a second request held to the call grammar (``grammar="lazy"``):
+    #: it continued the reply from its call marker. The counts above stay this request's own.
+    continued: bool = False
 
 
 @dataclass

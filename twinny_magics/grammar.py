@@ -26,6 +26,14 @@ Why these choices:
 ``require_call=True`` drops the answer; with no tools offered the grammar is the answer alone (use it on
 the last request, which offers none). Rule names use letters, digits and ``-`` only, as every llama.cpp
 version reads them.
+
+The lazy grammar. ``tool_call_rest_grammar(tools, opener)`` is only the rest of a call after its opener
+(``CALL_OPENERS``: the protocol's ```` ```tool ```` fence and the ``<tool_call>`` tag), the same call
+object and then the opener's closer. llama.cpp's chat route ignores a request's own ``grammar_lazy``
+and ``grammar_triggers``, so the loop makes the laziness itself: it streams a reply with no grammar, and
+when the reply writes an opener it closes that stream and asks the server to continue the reply from
+the opener (an assistant prefill) under this grammar. Answers keep fences and brackets; calls come out
+whole.
 """
 
 from __future__ import annotations
@@ -37,7 +45,17 @@ from typing import Any
 
 from twinny_magics.protocol_schema import schema_type, tool_specs
 
-__all__ = ["ANSWER_EXCLUDED", "DEFAULT_ARRAY_ITEMS", "DEFAULT_STRING_CHARS", "tool_call_grammar"]
+__all__ = [
+    "ANSWER_EXCLUDED",
+    "CALL_OPENERS",
+    "DEFAULT_ARRAY_ITEMS",
+    "DEFAULT_STRING_CHARS",
+    "FENCE_OPENER",
+    "call_opener",
+    "may_open_call",
+    "tool_call_grammar",
+    "tool_call_rest_grammar",
+]
 
 DEFAULT_STRING_CHARS = 200
 DEFAULT_ARRAY_ITEMS = 8
@@ -68,6 +86,51 @@ def tool_call_grammar(
     if specs:
         branches.append(builder.call(specs))
     builder.rules["root"] = " | ".join(branches)
+    return builder.text()
+
+
+#: The protocol's own call opener: what the text-mode prompt asks for, and where a lazy grammar wakes.
+FENCE_OPENER = "```tool"
+#: The call openers a lazy grammar takes over at, with the GBNF of what follows each opener before the
+#: call object and after it. ``<tool_call>`` is there because models trained on Hermes-style templates
+#: (Qwen2.5 among them) drift to it. ```` ```json ```` is not: an answer may hold a JSON block that is
+#: data, and a grammar that took over there would force a call into it.
+CALL_OPENERS: dict[str, tuple[str, str]] = {
+    FENCE_OPENER: ('"\\n"', '"\\n```"'),
+    "<tool_call>": ('"\\n"?', '"\\n"? "</tool_call>"'),
+}
+
+
+def call_opener(marker: str) -> str | None:
+    """The opener ``marker`` (a reply from its call marker on) starts with, where a lazy grammar can
+    finish the call; None when it starts with none (yet: see ``may_open_call``)."""
+    return next((opener for opener in CALL_OPENERS if marker.startswith(opener)), None)
+
+
+def may_open_call(marker: str) -> bool:
+    """Whether more text could still make ``marker`` start with an opener in ``CALL_OPENERS``."""
+    return any(opener.startswith(marker) for opener in CALL_OPENERS)
+
+
+def tool_call_rest_grammar(
+    tools: list[dict[str, Any]] | None,
+    opener: str = FENCE_OPENER,
+    *,
+    string_chars: int = DEFAULT_STRING_CHARS,
+    array_items: int = DEFAULT_ARRAY_ITEMS,
+) -> str:
+    """GBNF for the rest of one well-formed call of an offered tool, after ``opener`` was written.
+
+    The lazy grammar: the reply streams free until the model writes a call opener; then a request that
+    continues the reply from it (an assistant prefill ending in the opener) is held to this grammar, so
+    the call comes out whole and nothing follows it. The call object's rules are the call branch's.
+    """
+    specs = tool_specs(tools)
+    if not specs:
+        raise ValueError("a call needs at least one offered tool")
+    opening, closing = CALL_OPENERS[opener]  # KeyError: not an opener this grammar can finish
+    builder = _Builder(string_chars=string_chars, array_items=array_items)
+    builder.rules["root"] = f"{opening} {builder.call_object(specs)} {closing}"
     return builder.text()
 
 
@@ -167,6 +230,11 @@ class _Builder:
         return self.shared("answer", f"{word} ({gap} {word})* {gap}?")
 
     def call(self, specs: dict[str, Any]) -> str:
+        opening, closing = CALL_OPENERS[FENCE_OPENER]
+        return self.shared("call", f"{literal(FENCE_OPENER)} {opening} {self.call_object(specs)} {closing}")
+
+    def call_object(self, specs: dict[str, Any]) -> str:
+        """``{"name": "<offered>", "arguments": {…}}``, the arguments per that tool's schema (inline)."""
         sp = self.space()
         choices = []
         for spec in specs.values():
@@ -174,8 +242,7 @@ class _Builder:
             head = literal(json.dumps(spec.name) + ",")
             choices.append(self.add("call-" + spec.name, f'{head} {sp} "\\"arguments\\":" {sp} {arguments}'))
         named = self.add("call-named", " | ".join(choices))
-        body = f'"{{" {sp} "\\"name\\":" {sp} {named} {sp} "}}"'
-        return self.shared("call", f'"```tool\\n" {body} "\\n```"')
+        return f'"{{" {sp} "\\"name\\":" {sp} {named} {sp} "}}"'
 
     # --- JSON values from a schema ------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ nothing half-recorded.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,7 +45,8 @@ from .events import (
     UsageReported,
     WindowShare,
 )
-from .grammar import tool_call_grammar
+from .grammar import call_opener, may_open_call, tool_call_grammar, tool_call_rest_grammar
+from .modes import LEARNED_MODES, ModeChoice, ModeLearner, ModeMemory, describe
 from .notes import (
     FINAL_ANSWER_PROMPT,
     look_first_prompt,
@@ -58,11 +60,15 @@ from .redact import mask_value
 from .servers import base as wire
 from .servers.kinds import Kind, small_window_warning
 
+#: ``auto``: native where the server takes tools, until the model's first replies show it calls them as
+#: text (see ``modes``); ``native``/``text``: always that.
 ModeSetting = Literal["auto", "native", "text"]
+#: ``lazy``: a reply streams free (code fences, brackets) until it writes a call opener, and the call is
+#: then finished under a grammar (a second request continues the reply from the opener);
 #: ``answer-or-call``: a reply is a plain answer or one well-formed call; ``call-first``: the same, but
-#: the first step must call; ``auto``: ``call-first`` on the embedded server (a model too small to call
-#: a tool unaided), off elsewhere (the answer branch has no room for code fences or brackets).
-GrammarSetting = Literal["auto", "off", "answer-or-call", "call-first"]
+#: the first step must call; ``auto``: ``call-first`` on the embedded SmolLM2 (too small to call a tool
+#: unaided), ``lazy`` on every other llama.cpp server. Every setting makes the closing request answer-only.
+GrammarSetting = Literal["auto", "off", "lazy", "answer-or-call", "call-first"]
 
 DEFAULT_STEPS = 12
 #: How long a window named by a too-long refusal overrides the probe (the probe caches its answer 30 s).
@@ -141,6 +147,9 @@ class LoopSettings:
     #: nudge to look first (small models answer from a number in a tool description, or from nothing).
     #: Off until the task benchmark shows it helps (benchmarks/bench_tasks.py).
     look_first: bool = False
+    #: ``mode="auto"``: steps of workspace questions answered with no call at all under native tools
+    #: before the tools are tried as text (0: never on that ground).
+    auto_text_after: int = 2
 
 
 class Loop:
@@ -154,6 +163,7 @@ class Loop:
         estimator: TokenEstimator | None = None,
         mode: ModeSetting = "auto",
         settings: LoopSettings | None = None,
+        memory: ModeMemory | None = None,
     ) -> None:
         self.server = server
         self.tools = tools
@@ -168,27 +178,89 @@ class Loop:
         #: Set once the session has been warned that its API key goes over plain http.
         self.key_warned = False
         self.settings = settings or LoopSettings()
-        self.mode: Mode = _initial_mode(mode, server)
+        #: What ``auto`` learned, by server and model (the process's own unless a test gives one).
+        self.memory = memory if memory is not None else LEARNED_MODES
+        self.mode: Mode = "native"
+        self.mode_setting: ModeSetting = mode
+        #: Why the mode is what it is, once ``auto`` decided (None while it learns, or when set).
+        self.mode_choice: ModeChoice | None = None
+        #: ``auto`` still learning (native tools so far); None once decided or when the mode was set.
+        self.learner: ModeLearner | None = None
+        #: A decision taken from ``memory``, to be said in the next reply's notices.
+        self.untold: ModeChoice | None = None
+        self._start_mode(mode)
         self.window: int | None = None
         self.plan: ContextPlan | None = None
 
+    # -- how tools are offered ---------------------------------------------------------------------
+
+    def set_mode(self, mode: ModeSetting) -> None:
+        """Offer tools natively, as text, or as learned (``auto``); the same setting again changes nothing."""
+        if mode != self.mode_setting:
+            self._start_mode(mode)
+
+    def _start_mode(self, mode: ModeSetting) -> None:
+        self.mode_setting = mode
+        self.mode_choice = self.learner = self.untold = None
+        self.mode = _initial_mode(mode, self.server)
+        if mode != "auto" or self.mode != "native":
+            return  # set, or a server (or model) that can only take tools as text
+        remembered = self.memory.get(self.server_key)
+        if remembered is not None:
+            self.mode, self.mode_choice, self.untold = remembered.mode, remembered, remembered
+        else:
+            self.learner = ModeLearner()
+
+    @property
+    def server_key(self) -> tuple[str, str] | None:
+        """The server's URL and model, what ``auto``'s decisions are remembered by (None: no URL)."""
+        base = getattr(getattr(self.server, "info", None), "base_url", None)
+        return (base, self.server.model or "") if isinstance(base, str) and base else None
+
+    def choose_mode(self, choice: ModeChoice) -> None:
+        """Decide ``auto``: offer tools this way from now on, in this session and later ones."""
+        self.mode, self.mode_choice, self.learner = choice.mode, choice, None
+        self.memory.remember(self.server_key, choice)
+
     # -- what a request weighs ---------------------------------------------------------------------
 
-    def grammar_for(self, step: int, last: bool) -> str | None:
-        """The GBNF grammar for a request, where one applies (text mode on llama.cpp), else None."""
+    def grammar_setting(self) -> GrammarSetting:
+        """The grammar setting in force for the next request: ``off`` where none applies (a mode or a
+        server without grammars, a server that refused one, the user's own constraint), ``auto`` resolved."""
         setting = self.settings.grammar
         extra = self.settings.extra or {}
         if self.mode != "text" or self.grammar_refused or setting == "off" or self.server.kind != "llamacpp":
-            return None
+            return "off"
         if any(key in extra for key in ("grammar", "json_schema", "response_format")):
-            return None  # the user's own constraint wins
+            return "off"  # the user's own constraint wins
         if setting == "auto":
-            if getattr(self.server, "embedded", None) is None:
-                return None
-            setting = "call-first"
+            # SmolLM2 writes no well-formed call unless one is required; larger models answer too.
+            return "call-first" if _embedded_smollm2(self.server) else "lazy"
+        return setting
+
+    def grammar_for(self, step: int, last: bool) -> str | None:
+        """The GBNF grammar sent with a request, where one applies (text mode on llama.cpp), else None.
+
+        Under ``lazy`` a step's request goes without one (see ``lazy_for``); only the closing request has it.
+        """
+        setting = self.grammar_setting()
+        if setting == "off":
+            return None
         if last:
             return tool_call_grammar([])  # the closing reply is an answer: a call there would be wasted
+        if setting == "lazy":
+            return None
         return tool_call_grammar(self.tools.definitions(), require_call=setting == "call-first" and step == 1)
+
+    def lazy_for(self, last: bool) -> bool:
+        """Whether a call a request's reply opens is finished under the call grammar (``lazy``).
+
+        Only where the server continues a reply from a trailing assistant message (llama.cpp); a
+        scripted or replayed model would answer that request with its next reply instead.
+        """
+        if last or not getattr(self.server, "continues_prefill", False):
+            return False
+        return self.grammar_setting() == "lazy" and bool(self.tools.definitions())
 
     def system_message(self) -> Message:
         """The system prompt for the current mode (text mode lists the tools in it)."""
@@ -282,6 +354,46 @@ class Loop:
 
 
 @dataclass
+class _Reading:
+    """A reply's text as it streams, over one request or two (a call finished under the grammar)."""
+
+    #: Characters of reply text still to be read (the cap is over both requests together).
+    room: int
+    #: Watch for a call opener a grammar can finish (``lazy``).
+    watch: bool = False
+    detector: protocol.StreamDetector = field(default_factory=protocol.StreamDetector)
+    parts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    cut: bool = False
+    #: The opener the reply was cut after, for the grammar to finish the call from.
+    opener: str | None = None
+    #: A continuation's usage (its count includes the prefill, so it is not the request's own).
+    usage: wire.Usage | None = None
+
+    @property
+    def text(self) -> str:
+        """The reply so far."""
+        if len(self.parts) > 1:
+            self.parts = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+    def opened(self) -> bool:
+        """Whether the call marker the reply wrote is a whole opener a grammar can finish; if so, the
+        reply is kept up to and including it (what came after is the model's unconstrained try)."""
+        text, at = self.text, self.detector.shown
+        opener = call_opener(text[at:])
+        if opener is None:
+            self.watch = may_open_call(text[at:])  # another dialect is read as it comes
+            return False
+        self.opener = opener
+        kept = text[: at + len(opener)]
+        self.room += len(text) - len(kept)
+        self.parts = [kept]
+        return True
+
+
+@dataclass
 class _Run:
     """One reply while it runs: its record, its event sink, and the state that lasts only for it."""
 
@@ -299,6 +411,8 @@ class _Run:
     unusable: int = 0
     stuck: bool = False
     nudged: bool = False
+    #: Whether the last reply's calls (or broken calls) came as native tool calls, not as text.
+    native_reply: bool = False
 
     def notice(self, kind: str, text: str) -> None:
         # A notice may quote a server's words (a refusal, a fallback): the key and key shapes are masked.
@@ -319,6 +433,13 @@ class _Run:
     async def run(self, question: str, history: Sequence[Message], notes: str = "") -> Reply:
         loop, reply = self.loop, self.reply
         self._warn_plain_key()
+        if loop.untold is not None:
+            choice, loop.untold = loop.untold, None
+            self.notice(
+                "mode",
+                f"{describe(choice).capitalize()}, as learned earlier in this process for this server and "
+                f"model: {choice.reason}.",
+            )
         messages: list[Message] = [loop.system_message(), *history, user(question), *notes_messages(notes)]
         step = 0
         while step < loop.settings.steps:
@@ -330,6 +451,8 @@ class _Run:
             except ToolsRefused as error:
                 if loop.mode == "native" and not self.tool_ran:
                     # Refused before any tool ran: nothing is lost by saying the tools as text instead.
+                    if loop.mode_setting == "auto":
+                        loop.choose_mode(ModeChoice("text", "the server refused native tools"))
                     loop.mode = "text"
                     reply.requests[-1].retried = "tools refused"
                     messages = [loop.system_message(), *messages[1:]]
@@ -364,6 +487,8 @@ class _Run:
                     reply.text = content
                 reply.stopped = "settled" if self.settled else "stuck" if self.stuck else "steps"
                 break
+            if self._learn_mode(step, question, calls, problems):
+                messages = [loop.system_message(), *messages[1:]]  # the tools, listed as text
             if not calls:
                 if problems:
                     record.problems = problems
@@ -385,6 +510,25 @@ class _Run:
             self._count_unusable(all(r.is_error for r in record.results))
         self.emit(ReplyFinished(reply))
         return reply
+
+    def _learn_mode(self, step: int, question: str, calls: list[ToolCall], problems: list[str]) -> bool:
+        """``auto``, undecided: what this step shows about the model; True when it switched to text."""
+        loop = self.loop
+        if loop.learner is None or loop.mode != "native":
+            return False
+        choice = loop.learner.observe(
+            step,
+            native_call=self.native_reply and bool(calls),
+            text_call=not self.native_reply and bool(calls or problems),
+            needed_a_tool=not calls and not problems and needs_the_workspace(question),
+            text_after=loop.settings.auto_text_after,
+        )
+        if choice is None:
+            return False
+        loop.choose_mode(choice)
+        after = "" if choice.mode == "native" else " (the tools are listed in the prompt from now on)"
+        self.notice("mode", f"Mode auto chose {describe(choice)}: {choice.reason}{after}.")
+        return choice.mode == "text"
 
     def _nudge_to_look(self, step: int, question: str) -> bool:
         """Whether an answer written before any tool ran goes back once with a nudge to look first."""
@@ -491,7 +635,8 @@ class _Run:
         # prompt cache for nothing); the closing prompt does not, but the last request ends the reply anyway.
         kept = messages if last else fitted.messages
         native_calls, native_problems = calls
-        if loop.mode == "native" and (native_calls or native_problems):
+        self.native_reply = loop.mode == "native" and bool(native_calls or native_problems)
+        if self.native_reply:
             return kept, text, native_calls, native_problems
         # Text mode, or a native reply that wrote its call as prose (some models do; servers pass it on).
         parsed = protocol.parse_reply(text, loop.tools.definitions())
@@ -504,7 +649,11 @@ class _Run:
         plan: ContextPlan,
         record: RequestRecord,
     ) -> tuple[str, tuple[list[ToolCall], list[str]]]:
-        """Send one request; return its text and its native calls (with why any could not be read)."""
+        """Send one request; return its text and its native calls (with why any could not be read).
+
+        Under the lazy grammar the reply streams free until it writes a call opener; then that stream is
+        closed and a second request continues the reply from the opener, held to the call grammar.
+        """
         loop = self.loop
         extra = dict(loop.settings.extra or {})
         grammar = loop.grammar_for(record.step, record.last) if tools is None else None
@@ -518,47 +667,148 @@ class _Run:
             temperature=loop.settings.temperature,
             extra=extra,
         )
-        detector = protocol.StreamDetector()
-        parts: list[str] = []
-        calls: list[ToolCall] = []
-        problems: list[str] = []
         # Read until the reply's text is clearly past what was asked for, whatever the server does with
         # max_tokens: one that ignores it would otherwise stream for ever. (Native call arguments, which
         # are not shown as they stream, are bounded by the adapters' byte limit, wire.stream_byte_limit.)
-        room = reply_char_cap(plan.reply)
-        cut = False
-        stream = loop.server.stream(request)
-        try:
-            async for chunk in stream:
-                if isinstance(chunk, wire.TextDelta):
-                    text = chunk.text
-                    if len(text) > room:
-                        text, cut = text[:room], True
-                    room -= len(text)
-                    parts.append(text)
-                    visible = detector.feed(text)
-                    if visible:
-                        self.emit(TextDelta(record.step, visible))
-                    if cut:
-                        break
-                else:
-                    self._event(chunk, record, rendered, tools, found=(calls, problems))
-        finally:
-            # Closed now, not when collected: a cut reply (or a stopped one) lets go of the connection.
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
-        if cut:
+        watch = tools is None and loop.lazy_for(record.last)
+        reading = _Reading(room=reply_char_cap(plan.reply), watch=watch)
+        await self._read(request, record, reading, counted=(rendered, tools))
+        if reading.opener is not None:
+            await self._continue_call(request, record, plan, reading, counted=(rendered, tools))
+        if reading.cut:
             # As a server's own finish_reason "length": the reply so far is kept and read as it is.
             record.finish_reason = "length"
             self.notice(
                 "warning",
                 f"The server kept writing past the reply limit of {plan.reply:,} tokens; the reply was cut.",
             )
-        tail = detector.flush()  # what was held back in case it began a call marker, and did not
+        tail = reading.detector.flush()  # what was held back in case it began a call marker, and did not
         if tail:
             self.emit(TextDelta(record.step, tail))
-        return "".join(parts), (calls, problems)
+        return reading.text, (reading.calls, reading.problems)
+
+    async def _read(
+        self,
+        request: wire.ChatRequest,
+        record: RequestRecord,
+        reading: _Reading,
+        *,
+        counted: tuple[list[dict[str, Any]], list[dict[str, Any]] | None] | None,
+    ) -> None:
+        """Stream one request into ``reading``; stop early at the reply cap or, watched, a call opener.
+
+        ``counted``: the messages and tools the server's count is of (None: it counts a prefill as well,
+        so its usage is kept in ``reading`` instead of teaching the estimate).
+        """
+        stream = self.loop.server.stream(request)
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, wire.TextDelta):
+                    text = chunk.text
+                    if len(text) > reading.room:
+                        text, reading.cut = text[: reading.room], True
+                    reading.room -= len(text)
+                    reading.parts.append(text)
+                    visible = reading.detector.feed(text)
+                    if visible:
+                        self.emit(TextDelta(record.step, visible))
+                    if reading.cut or (reading.watch and reading.detector.call_started and reading.opened()):
+                        break
+                elif counted is None:
+                    if isinstance(chunk, wire.Usage):
+                        reading.usage = chunk
+                    elif isinstance(chunk, wire.Finish):
+                        record.finish_reason = chunk.reason
+                else:
+                    self._event(chunk, record, *counted, found=(reading.calls, reading.problems))
+        finally:
+            # Closed now, not when collected: a cut reply (or a stopped one, or one whose call a grammar
+            # is to finish) lets go of the connection.
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def _continue_call(
+        self,
+        request: wire.ChatRequest,
+        record: RequestRecord,
+        plan: ContextPlan,
+        reading: _Reading,
+        *,
+        counted: tuple[list[dict[str, Any]], list[dict[str, Any]] | None],
+    ) -> None:
+        """Finish the call a reply opened: continue it from the opener under the call grammar.
+
+        The reply so far goes back as a trailing assistant message, which llama.cpp continues (an
+        assistant prefill) rather than answering, from its prompt cache. The first stream was closed
+        before its usage came, and the second one's count includes the prefill, so the request's own
+        count is asked of the server (as for a first request) and only that teaches the estimate.
+        """
+        loop = self.loop
+        assert reading.opener is not None
+        prefill = reading.text
+        spent = math.ceil(len(prefill) / loop.estimator.ratio)  # the reply's tokens so far, about
+        extra = {**request.extra, "grammar": tool_call_rest_grammar(loop.tools.definitions(), reading.opener)}
+        follow = replace(
+            request,
+            messages=[*request.messages, {"role": "assistant", "content": prefill}],
+            max_tokens=max(1, plan.reply - spent),
+            extra=extra,
+        )
+        record.continued = True
+        reading.watch = False
+        try:
+            await self._read(follow, record, reading, counted=None)
+        except PromptTooLong as error:
+            # Its count is of the prompt and the prefill together, so it teaches nothing; the opener alone
+            # goes back to the model as a call that could not be read.
+            self.notice("warning", f"The server refused to finish the call ({error}).")
+        except ServerError as error:
+            if not _refuses_grammar(error) or loop.grammar_refused:
+                raise
+            loop.grammar_refused = True
+            self.notice(
+                "fallback", f"The server refused the tool-call grammar ({error}); continuing without."
+            )
+            follow = replace(follow, extra={k: v for k, v in extra.items() if k != "grammar"})
+            await self._read(follow, record, reading, counted=None)
+        await self._count_continued(record, reading, counted)
+
+    async def _count_continued(
+        self,
+        record: RequestRecord,
+        reading: _Reading,
+        counted: tuple[list[dict[str, Any]], list[dict[str, Any]] | None],
+    ) -> None:
+        """A continued request's own prompt count, asked of the server; the reply's tokens from both."""
+        loop = self.loop
+        rendered, tools = counted
+        count_prompt = getattr(loop.server, "count_prompt_tokens", None)
+        prompt: int | None = None
+        if count_prompt is not None and loop.tokenize_works is not False:
+            try:
+                prompt = await count_prompt(
+                    wire.ChatRequest(messages=rendered, tools=tools, model=loop.server.model)
+                )
+            except ServerError:
+                prompt = None
+        usage = reading.usage
+        record.prompt_tokens = prompt
+        if usage is not None and usage.prompt_tokens and usage.completion_tokens is not None and prompt:
+            # The prefill was the model's own text: the reply's tokens are its and the continuation's.
+            record.completion_tokens = usage.prompt_tokens - prompt + usage.completion_tokens
+        if prompt:
+            loop.counter.observe(rendered, tools, prompt)
+        self.emit(
+            UsageReported(
+                record.step,
+                record.estimated_tokens,
+                prompt,
+                record.completion_tokens,
+                None,
+                loop.estimator.ratio,
+            )
+        )
 
     def _event(
         self,
@@ -760,6 +1010,14 @@ def _stubbed(message: Message) -> Message:
 
 def _signature(call: ToolCall) -> tuple[str, str]:
     return call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+
+
+def _embedded_smollm2(server: ModelServer) -> bool:
+    """Whether the server is the embedded one running SmolLM2 (it may run another GGUF)."""
+    embedded = getattr(server, "embedded", None)
+    if embedded is None:
+        return False
+    return "smollm2" in str(getattr(embedded, "alias", "smollm2")).lower()
 
 
 def _initial_mode(mode: ModeSetting, server: ModelServer) -> Mode:

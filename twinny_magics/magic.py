@@ -71,9 +71,10 @@ class TwinnyMagics(Magics):
     )
     commands = Enum(["ask", "allow", "off"], "ask", help="Whether run_command asks first.").tag(config=True)
     grammar = Enum(
-        ["auto", "off", "answer-or-call", "call-first"],
+        ["auto", "off", "lazy", "answer-or-call", "call-first"],
         "auto",
-        help="Shape text-mode replies on llama.cpp with a grammar (auto: call-first on the embedded server).",
+        help="Shape text-mode calls on llama.cpp with a grammar (auto: lazy; call-first on the embedded "
+        "SmolLM2).",
     ).tag(config=True)
     temperature = Float(
         None, allow_none=True, help="The sampling temperature sent with each request; unset: the server's."
@@ -129,8 +130,9 @@ class TwinnyMagics(Magics):
     @argument("--commands", choices=["ask", "allow", "off"], help="whether run_command asks first")
     @argument(
         "--grammar",
-        choices=["auto", "off", "answer-or-call", "call-first"],
-        help="llama.cpp, text mode: replies shaped as an answer or one well-formed call",
+        choices=["auto", "off", "lazy", "answer-or-call", "call-first"],
+        help="llama.cpp, text mode: lazy (free text, a call finished well-formed), answer-or-call, "
+        "call-first (the first step calls); auto: lazy, call-first on the embedded SmolLM2",
     )
     @argument("--temperature", type=float, metavar="T", help="sampling temperature (default: the server's)")
     @argument("--window", type=int, metavar="N", help="load the model with an N-token window")

@@ -96,7 +96,7 @@ def _parser(prog: str, magic: bool) -> argparse.ArgumentParser:
     parser.add_argument("--workspace", metavar="DIR", help="the folder each run gets a copy of")
     parser.add_argument("--mode", choices=["auto", "native", "text"])
     parser.add_argument("--steps", type=int, metavar="N")
-    parser.add_argument("--grammar", choices=["auto", "off", "answer-or-call", "call-first"])
+    parser.add_argument("--grammar", choices=["auto", "off", "lazy", "answer-or-call", "call-first"])
     parser.add_argument("--commands", choices=["ask", "allow", "off"])
     if not magic:
         parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")

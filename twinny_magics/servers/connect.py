@@ -88,6 +88,12 @@ class ConnectedServer:
         return self.info.model
 
     @property
+    def continues_prefill(self) -> bool:
+        """Whether a request ending in an assistant message continues that message (llama.cpp appends it
+        to the prompt: an assistant prefill), so a reply can be finished under a grammar."""
+        return self.info.kind == "llamacpp"
+
+    @property
     def takes_tools(self) -> bool:
         """Whether tools may be offered natively (text-generation-webui's chat route has no tools)."""
         return self.info.kind != "textgen"
