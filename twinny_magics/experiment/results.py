@@ -126,7 +126,10 @@ class Comparison:
         if not self.pairs:
             return "nothing to compare yet (no question judged under both)"
         if not differ:
-            return f"no difference: the {self.pairs} {unit} passed or failed alike"
+            return (
+                f"no difference: the {self.pairs} {unit} passed or failed alike "
+                "(exact McNemar: no pair differs)"
+            )
         p = self.p_value
         assert p is not None
         said = "more than noise" if p < ALPHA else "could be noise"
