@@ -1,12 +1,16 @@
-"""The project's benchmark (issue 6): context fit on the real llama.cpp server, overhead, load time.
+"""The project's benchmark: context fit on the real llama.cpp server, overhead, load time (issue 6), and
+whether the agent answers (the task benchmark, issue 12).
 
-    .venv/bin/python benchmarks/run.py --quick    # windows 2,048/4,096/8,192, four trajectories: < 5 min
-    .venv/bin/python benchmarks/run.py            # adds 32,768 and more trajectories (about 40 min)
+    .venv/bin/python benchmarks/run.py --quick    # windows 2,048/4,096/8,192, four trajectories; 9 tasks
+    .venv/bin/python benchmarks/run.py            # adds 32,768 and more trajectories; all 37 tasks
+    .venv/bin/python benchmarks/run.py --quick --tasks-only   # only the task benchmark
 
 Prints the tables and writes ``benchmarks/results.json``: the required keys (``overflows``,
 ``estimate_error``, ``naive_overflow_step``) for this run at the top, everything else beside them, and
-the latest quick and full runs each kept under ``quick`` / ``full``. ``benchmarks/README.md`` says
-what every number means and what is measured for real.
+the latest quick and full runs each kept under ``quick`` / ``full``. The task benchmark
+(``bench_tasks.py``, on the embedded SmolLM2 at a 4,096 window) keeps its own ``results_tasks.json``;
+its pass rates per configuration are copied under ``tasks``. ``benchmarks/README.md`` says what every
+number means and what is measured for real.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from bench_context import (
 )
 from bench_load import bench_load, load_table
 from bench_overhead import bench_loop_overhead, bench_streaming_cost
+from bench_tasks import compact_summary
+from bench_tasks import main as bench_tasks_main
 from estimator_corpus import build_corpus, fingerprint
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
@@ -211,7 +217,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="three windows, four trajectories (< 5 min)")
+    parser.add_argument(
+        "--quick", action="store_true", help="three windows, four trajectories; the 9 quick tasks"
+    )
     parser.add_argument(
         "--windows",
         type=lambda text: [int(w) for w in text.split(",")],
@@ -220,7 +228,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--jai-venv", type=Path, default=Path("/tmp/jai-venv"), help="a venv with jupyter-ai-magics"
     )
+    parser.add_argument("--no-tasks", action="store_true", help="skip the task benchmark (bench_tasks.py)")
+    parser.add_argument(
+        "--tasks-only",
+        action="store_true",
+        help="only the task benchmark (it writes results_tasks.json; results.json is left alone)",
+    )
     args = parser.parse_args(argv)
+    if args.tasks_only:
+        bench_tasks_main(["--quick"] if args.quick else [])
+        return
     started = time.perf_counter()
     package = package_version()
     mode = "quick" if args.quick else "full"
@@ -267,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     load = bench_load(repeat=3 if args.quick else 7, jai_venv=args.jai_venv)
     print(flush=True)
     print(load_table(load), flush=True)
+    # Whether the agent answers: a run of its own (one server at a time: the context servers are stopped).
+    tasks = None if args.no_tasks or args.windows else bench_tasks_main(["--quick"] if args.quick else [])
 
     ours = pooled(results, OURS.name)
     no_tokenize = pooled(results, NO_TOKENIZE.name)
@@ -290,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "overhead": overhead,
         "streaming": streaming,
         "load_ext": load,
+        "tasks": compact_summary(tasks) if tasks else None,
         "mode": mode,
         "seconds": seconds,
         "context_seconds": round(context_seconds, 1),

