@@ -656,6 +656,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 def bench_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark the parsed ``args`` describe, print its tables, store its summary."""
     started = time.perf_counter()
+    commit = package_commit()  # now: the package is loaded now, and others may commit during a long run
     try:
         sdist = tasks_toolz.fetch_sdist()
     except tasks_toolz.SourceMissing as error:
@@ -710,7 +711,7 @@ def bench_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - started, 1),
         "record": str(record.relative_to(ROOT)) if record.is_relative_to(ROOT) else str(record),
         "source": {"sdist": tasks_toolz.SDIST, "sha256": tasks_toolz.SDIST_SHA256},
-        "package": package_commit(),
+        "package": commit,
         "package_fingerprint": results.settings.get("package"),
         "python": sys.version.split()[0],
         "machine": platform.machine(),
