@@ -1,4 +1,4 @@
-"""Asking a server how big its context window is (SPEC §2), and the window to plan with.
+"""Asking a server how big its context window is, and the window to plan with (README: servers).
 
 Asked before every request, answered from ``ProbeCache`` most of the time: an answer is kept 30 s, an
 unknown 3 s (a server still loading its model is asked again soon). Each ask gives up after 1.5 s.
@@ -64,7 +64,7 @@ def _entry(entries: list[dict[str, Any]], model: str | None, *keys: str) -> dict
 
 
 def window_steps(root: str, kind: Kind, model: str | None, api_key: str | None = None) -> Steps[int | None]:
-    """The window the server at ``root`` reports for ``model``, or None (see SPEC §2 for each kind)."""
+    """The window the server at ``root`` reports for ``model``, or None (README: where each kind says it)."""
     if kind in NEVER_ASKED or kind in ("openwebui", "textgen"):
         return None
     if kind == "ollama":

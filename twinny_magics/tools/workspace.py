@@ -52,7 +52,7 @@ MASK_WRITTEN = (
 
 
 class Workspace:
-    """The workspace tools, confined to ``root``; see SPEC §6 and the modules of this package."""
+    """The workspace tools, confined to ``root``; see the README and this package."""
 
     def __init__(
         self,
