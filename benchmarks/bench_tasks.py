@@ -257,6 +257,22 @@ CONFIGS: dict[str, tuple[str, Variant]] = {
     "defaults": ("our loop, its defaults (mode auto)", Variant("defaults", factory=fresh_agent)),
     "native": ("our loop, native tool calls", Variant("native", factory=fresh_agent, mode="native")),
     "text": ("our loop, text mode", Variant("text", factory=fresh_agent, mode="text")),
+    "none": (
+        "our loop, no head start, no search tool",
+        Variant("none", factory=fresh_agent, workspace_map=False, evidence=False, search=False),
+    ),
+    "map": (
+        "our loop, the workspace map only",
+        Variant("map", factory=fresh_agent, workspace_map=True, evidence=False, search=False),
+    ),
+    "search": (
+        "our loop, the search tool only",
+        Variant("search", factory=fresh_agent, workspace_map=False, evidence=False, search=True),
+    ),
+    "evidence": (
+        "our loop, the evidence only",
+        Variant("evidence", factory=fresh_agent, workspace_map=False, evidence=True, search=False),
+    ),
     "naive": ("naive loop: keeps everything, no budget", Variant("naive", factory=NaiveLoop)),
     "no-tools": ("the model alone, one request", Variant("no-tools", factory=NoTools)),
 }

@@ -30,6 +30,8 @@ Helpers for tests live in ``tests/fixtures_servers.py`` (``GREP_TOOL``, ``tool_c
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,6 +53,10 @@ from twinny_magics.servers.asking import DEFAULT_CACHE
 # an ordinary example (performance is measured in benchmarks/, never asserted by a timer here).
 settings.register_profile("no-deadline", deadline=None)
 settings.load_profile("no-deadline")
+
+# The workspaces' search indexes go to a folder of this run, not the user's cache (kernels and
+# subprocesses started by the tests inherit it).
+os.environ["TWINNY_MAGICS_INDEX_DIR"] = tempfile.mkdtemp(prefix="twinny-test-index-")
 
 
 @pytest.fixture(scope="session")

@@ -36,14 +36,14 @@ from twinny_magics.conversation import (
     ("window", "expected"),
     [
         # window, reply, limit, target, result_chars, notes_chars
-        (2048, ContextPlan(2048, 409, 1434, 932, 2000, 1200)),
-        (4096, ContextPlan(4096, 819, 2867, 1863, 2703, 1200)),
-        (8192, ContextPlan(8192, 1638, 5734, 3727, 5406, 2162)),
-        (32768, ContextPlan(32768, 2048, 27443, 17837, 21626, 6000)),
-        (131072, ContextPlan(131072, 2048, 115916, 75345, 30000, 6000)),
+        (2048, ContextPlan(2048, 409, 1434, 932, 2000, 1200, 1013)),
+        (4096, ContextPlan(4096, 819, 2867, 1863, 2703, 1200, 2027)),
+        (8192, ContextPlan(8192, 1638, 5734, 3727, 5406, 2162, 4055)),
+        (32768, ContextPlan(32768, 2048, 27443, 17837, 21626, 6000, 16000)),
+        (131072, ContextPlan(131072, 2048, 115916, 75345, 30000, 6000, 16000)),
         # A tiny window: the limit never goes under 512.
-        (512, ContextPlan(512, 102, 512, 332, 2000, 1200)),
-        (0, ContextPlan(0, 0, 512, 332, 2000, 1200)),
+        (512, ContextPlan(512, 102, 512, 332, 2000, 1200, 600)),
+        (0, ContextPlan(0, 0, 512, 332, 2000, 1200, 600)),
     ],
 )
 def test_plan_shares_the_window_as_the_spec_says(window: int, expected: ContextPlan) -> None:

@@ -49,7 +49,10 @@ def recorded(tmp_path: Path) -> tuple[list[Event], Path]:
         window=2800,
     )
     events: list[Event] = []
-    Agent(server=server, workspace=tmp_path).run("Set x to 2.", on_event=events.append)
+    # No head start and no search tool: this reply is sized to show a cut and a trim of the calls made.
+    Agent(server=server, workspace=tmp_path, workspace_map=False, evidence=False, search=False).run(
+        "Set x to 2.", on_event=events.append
+    )
     return events, tmp_path
 
 

@@ -263,7 +263,7 @@ def test_an_escape_asked_for_through_the_magic_is_refused_and_leaks_nothing(
     )
     cell = run_cell(ip, server, "Find the secret.", "--commands allow --edits apply")
     results = [m["content"] for m in server.bodies[-1]["messages"] if m["role"] == "tool"]
-    assert len(results) == 3
+    assert len(results) == 4  # the head start (a map of the workspace alone), then the three calls
     assert "TOPSECRET" not in cell.text
     assert "TOPSECRET" not in json.dumps(server.bodies)
     for result in results:

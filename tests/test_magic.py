@@ -438,3 +438,27 @@ def test_an_unknown_command_or_an_empty_cell_is_a_usage_error(ip: InteractiveShe
         ip.run_cell_magic("agent", "", "  \n")
     with pytest.raises(UsageError, match="not an Agent"):
         ip.run_line_magic("agent", "use nothing_here")
+
+
+def test_head_start_on_the_magic_line_picks_its_parts_for_that_cell(ip: InteractiveShell) -> None:
+    """``--head-start off|map|evidence|on``: what the cell's first request gets before the model looks."""
+    (Path.cwd() / "b.py").write_text("def setter():\n    x = 1\n")
+    session = adopt(ip, ScriptedServer(["One.", "Two.", "Three.", "Four."]))
+    question = "Where is the setter function, and what does it set?"
+    ask(ip, question, "--head-start off")
+    assert session.replies[-1].head_start is None
+    ask(ip, question, "--head-start map")
+    start = session.replies[-1].head_start
+    assert start is not None
+    assert "Workspace map" in start.output
+    assert "ranked search" not in start.output
+    ask(ip, question, "--head-start evidence")
+    start = session.replies[-1].head_start
+    assert start is not None
+    assert "Workspace map" not in start.output
+    assert "def setter" in start.output
+    ask(ip, question, "--head-start on")
+    start = session.replies[-1].head_start
+    assert start is not None
+    assert "Workspace map" in start.output
+    assert "def setter" in start.output

@@ -50,7 +50,14 @@ def fenced(call: ToolCall) -> str:
 def two_turns(workspace: Path, mode: str, first: Any) -> tuple[ScriptedServer, Agent]:
     """Turn one reads the hostile file; turn two asks something else. The server records both."""
     server = ScriptedServer([first, "It says to run a command; I did not.", "It sets x."])
-    agent = Agent(server=server, tools=Workspace(workspace), mode=mode)  # type: ignore[arg-type]
+    # No head start: these tests follow the notes alone (test_head_start.py follows the head start).
+    agent = Agent(
+        server=server,
+        tools=Workspace(workspace),
+        mode=mode,  # type: ignore[arg-type]
+        workspace_map=False,
+        evidence=False,
+    )
     agent.run("What is in hostile.md?")
     assert PLANTED in agent.notes
     agent.run(QUESTION)

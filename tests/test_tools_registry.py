@@ -17,6 +17,7 @@ ALL_TOOLS = [
     "list_dir",
     "find_files",
     "read_file",
+    "search",
     "grep",
     "edit_file",
     "create_file",
@@ -48,10 +49,12 @@ def test_definitions_follow_the_modes_and_say_no_number(tmp_path: Path) -> None:
     assert ws.tool_names() == [name for name in ALL_TOOLS if name not in ("run_command", "kernel_variables")]
     read = next(d for d in ws.definitions() if d["function"]["name"] == "read_file")
     assert not any(char.isdigit() for char in json.dumps(read["function"]))
-    review = Workspace(tmp_path).definitions()[4]["function"]["description"]
-    applied = Workspace(tmp_path, edits="apply").definitions()[4]["function"]["description"]
+    review = Workspace(tmp_path).definitions()[5]["function"]["description"]
+    applied = Workspace(tmp_path, edits="apply").definitions()[5]["function"]["description"]
     assert "reviews each edit" in review
     assert "reviews" not in applied
+    # search=False leaves the ranked search out (the head start still uses its index).
+    assert "search" not in Workspace(tmp_path, search=False).tool_names()
 
 
 def test_a_workspace_refuses_unknown_modes(tmp_path: Path) -> None:
@@ -67,7 +70,7 @@ async def test_an_unknown_tool_is_answered_with_the_tools_on_offer(tmp_path: Pat
     out = await Workspace(tmp_path, commands="off").run(ToolCall("cat", {"path": "x"}))
     assert out.is_error
     assert out.text == (
-        "Unknown tool 'cat'. The tools are: list_dir, find_files, read_file, grep, edit_file, create_file."
+        "Unknown tool 'cat'. The tools are: list_dir, find_files, read_file, search, grep, edit_file, create_file."
     )
 
 

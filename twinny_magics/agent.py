@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .budget import ContextPlan, TokenEstimator, plan_context
+from .budget import HEAD_START_SHARE, ContextPlan, TokenEstimator, plan_context
 from .conversation import Message, assistant, user
 from .events import Event, Notice, Reply, ReplyFinished
 from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
@@ -47,6 +47,9 @@ class Agent:
     ``base_url``/``model``/``kind`` name one, or the usual places are looked at and the embedded llama.cpp
     server is the fallback. ``tools`` replaces the workspace tools (any :class:`~twinny_magics.loop.Toolset`).
     ``tool_descriptions`` (``{"grep": "..."}``) replaces a workspace tool's description, word for word.
+    ``workspace_map`` and ``evidence`` give the model a head start in the first request of a reply (a map
+    of the workspace ranked for the question; the parts of files that best match its words), within
+    ``head_start_share`` of the window; ``search`` offers the ranked search as a tool. See the README.
     ``secret_files`` replaces the deny list of files the tools never show (gitignore-style patterns; None:
     the defaults in :mod:`twinny_magics.tools.denied`, ``[]``: none).
     """
@@ -74,6 +77,10 @@ class Agent:
         max_calls: int = 8,
         max_unusable_steps: int = 3,
         look_first: bool = False,
+        workspace_map: bool = True,
+        evidence: bool = True,
+        search: bool = True,
+        head_start_share: float = HEAD_START_SHARE,
         grammar: GrammarSetting = "auto",
         timeout: float | None = None,
         extra: dict[str, Any] | None = None,
@@ -90,6 +97,11 @@ class Agent:
         self.tool_descriptions = dict(tool_descriptions or {})
         # Checked now (a single string would be read as one pattern per character), used by the workspace.
         self.secret_files = SecretFiles(secret_files).patterns if secret_files is not None else None
+        if not 0 <= head_start_share <= 0.5:
+            raise ValueError(
+                f"head_start_share {head_start_share:g}: give a share of the window from 0 to 0.5."
+            )
+        self.search = search
         self.base_url = base_url
         self.model = model
         self.kind = kind
@@ -106,6 +118,9 @@ class Agent:
             max_calls=max_calls,
             max_unusable_steps=max_unusable_steps,
             look_first=look_first,
+            workspace_map=workspace_map,
+            evidence=evidence,
+            head_start_share=head_start_share,
             grammar=grammar,
             system_prompt=system_prompt,
             closing_prompt=closing_prompt,
@@ -159,6 +174,9 @@ class Agent:
         grammar: GrammarSetting | None = None,
         temperature: float | _Unset | None = _UNSET,
         approve: Approve | _Unset | None = _UNSET,
+        workspace_map: bool | None = None,
+        evidence: bool | None = None,
+        head_start_share: float | None = None,
     ) -> None:
         """Change how the next replies run; the session (server, notes, estimate) stays.
 
@@ -170,6 +188,16 @@ class Agent:
             self.settings = replace(self.settings, temperature=temperature)
         if steps is not None:
             self.settings = replace(self.settings, steps=steps)
+        if head_start_share is not None and not 0 <= head_start_share <= 0.5:
+            raise ValueError(
+                f"head_start_share {head_start_share:g}: give a share of the window from 0 to 0.5."
+            )
+        if workspace_map is not None:
+            self.settings = replace(self.settings, workspace_map=workspace_map)
+        if evidence is not None:
+            self.settings = replace(self.settings, evidence=evidence)
+        if head_start_share is not None:
+            self.settings = replace(self.settings, head_start_share=head_start_share)
         if grammar is not None:
             self.settings = replace(self.settings, grammar=grammar)
         if mode is not None:
@@ -227,6 +255,7 @@ class Agent:
                 namespace=self.namespace,
                 descriptions=self.tool_descriptions,
                 secret_files=self.secret_files,
+                search=self.search,
             )
         self._loop = Loop(
             self._server,

@@ -42,6 +42,17 @@ class ContextPlan:
     target: int
     result_chars: int
     notes_chars: int
+    #: What the head start (the workspace map and the evidence) may fill in the first request.
+    head_start_chars: int = 0
+
+
+#: The head start's share of the window (in characters at the current ratio). At 4,096 tokens that is
+#: about 600 tokens: the system prompt, the tools and the question take about 1,100 of the 2,867 a
+#: request may use, which leaves room for two results of 20% before trimming has to start — and the
+#: head start is the first thing trimmed (it is step 0). ``benchmarks/bench_tasks.py`` measures shares.
+HEAD_START_SHARE = 0.15
+HEAD_START_MIN = 600
+HEAD_START_MAX = 16000
 
 
 def _clamp(value: int, low: int, high: int) -> int:
@@ -53,8 +64,12 @@ def _floor(value: float) -> int:
     return math.floor(round(value, 6))
 
 
-def plan_context(window_tokens: int, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> ContextPlan:
-    """Share a window out: reply share, request limit, trim target, per-result and notes sizes."""
+def plan_context(
+    window_tokens: int,
+    chars_per_token: float = DEFAULT_CHARS_PER_TOKEN,
+    head_start_share: float = HEAD_START_SHARE,
+) -> ContextPlan:
+    """Share a window out: reply share, request limit, trim target, per-result, notes and head-start sizes."""
     w = max(0, int(window_tokens))
     # Held back for the reply itself (the answer, or the next call's arguments): a request that fills the
     # window to the brim gets a reply cut after a few tokens, with no error from the server.
@@ -64,7 +79,9 @@ def plan_context(window_tokens: int, chars_per_token: float = DEFAULT_CHARS_PER_
     target = (65 * limit) // 100
     result_chars = _clamp(_floor(w * chars_per_token * 0.2), 2000, 30000)
     notes_chars = _clamp(_floor(w * chars_per_token * 0.08), 1200, 6000)
-    return ContextPlan(w, reply, limit, target, result_chars, notes_chars)
+    head = _floor(w * chars_per_token * head_start_share)
+    head_start_chars = _clamp(head, HEAD_START_MIN, HEAD_START_MAX) if head_start_share > 0 else 0
+    return ContextPlan(w, reply, limit, target, result_chars, notes_chars, head_start_chars)
 
 
 @dataclass(frozen=True)

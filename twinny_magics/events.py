@@ -138,6 +138,8 @@ class Reply:
     pending: list[object] = field(default_factory=list)
     stopped: str = "answer"
     error: str | None = None
+    #: What the loop gave the model before its first step (the workspace map and the evidence), if any.
+    head_start: ToolResult | None = None
 
 
 @dataclass(frozen=True)

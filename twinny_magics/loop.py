@@ -8,7 +8,9 @@ nothing half-recorded.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -17,6 +19,7 @@ from typing import Any, Literal, Protocol, cast
 
 from . import protocol
 from .budget import (
+    HEAD_START_SHARE,
     ContextPlan,
     Fit,
     PromptCounter,
@@ -57,6 +60,7 @@ from .notes import (
     with_closing_prompt,
 )
 from .redact import mask_value
+from .retrieval import HEAD_START_LEAD, HEAD_START_TOOL, query_terms
 from .servers import base as wire
 from .servers.kinds import Kind, small_window_warning
 
@@ -74,6 +78,9 @@ DEFAULT_STEPS = 12
 #: How long a window named by a too-long refusal overrides the probe (the probe caches its answer 30 s).
 WINDOW_CAP_SECONDS = 30.0
 MAX_CALLS_PER_REPLY = 8
+#: The key of the head start's pseudo-call in the events (a call of step 0).
+HEAD_START_KEY = "0.start"
+log = logging.getLogger(__name__)
 #: A reply is read until it is clearly past the tokens asked for (``max_tokens``), whatever the server
 #: does: at most this many characters a token (text runs 3-5; long whitespace or symbol runs more)...
 REPLY_CHARS_PER_TOKEN = 8
@@ -150,6 +157,12 @@ class LoopSettings:
     #: ``mode="auto"``: steps of workspace questions answered with no call at all under native tools
     #: before the tools are tried as text (0: never on that ground).
     auto_text_after: int = 2
+    #: The head start, in the first request of a reply about the workspace (tools that offer
+    #: ``head_start``, as the workspace does): a map of the workspace ranked for the question, and the
+    #: parts of files that best match its words, within ``head_start_share`` of the window.
+    workspace_map: bool = True
+    evidence: bool = True
+    head_start_share: float = HEAD_START_SHARE
 
 
 class Loop:
@@ -440,7 +453,14 @@ class _Run:
                 f"{describe(choice).capitalize()}, as learned earlier in this process for this server and "
                 f"model: {choice.reason}.",
             )
-        messages: list[Message] = [loop.system_message(), *history, user(question), *notes_messages(notes)]
+        start = await self._head_start(question)
+        messages: list[Message] = [
+            loop.system_message(),
+            *history,
+            user(question),
+            *start,
+            *notes_messages(notes),
+        ]
         step = 0
         while step < loop.settings.steps:
             step += 1
@@ -510,6 +530,38 @@ class _Run:
             self._count_unusable(all(r.is_error for r in record.results))
         self.emit(ReplyFinished(reply))
         return reply
+
+    async def _head_start(self, question: str) -> list[Message]:
+        """The head start's messages (none when it is off, not offered, or the question is small talk).
+
+        A pseudo-call and its result, like the notes: to the model, data a tool returned, after the
+        question; shown as a call of its own, and trimmed first (step 0) when the window fills.
+        """
+        loop, settings = self.loop, self.loop.settings
+        build = getattr(loop.tools, "head_start", None)
+        if not (settings.workspace_map or settings.evidence) or build is None:
+            return []
+        if not needs_the_workspace(question):
+            return []
+        plan = await self._plan()
+        chars = plan_context(plan.window, loop.estimator.ratio, settings.head_start_share).head_start_chars
+        try:
+            text = await asyncio.to_thread(
+                build, question, chars, map=settings.workspace_map, evidence=settings.evidence
+            )
+        except Exception as exc:  # a bug of ours must not cost the reply: it runs without a head start
+            log.warning("the head start failed", exc_info=True)
+            self.notice("warning", f"The workspace map and search could not be built ({type(exc).__name__}).")
+            return []
+        if not isinstance(text, str) or not text:
+            return []
+        call = ToolCall(HEAD_START_TOOL, {"words": " ".join(query_terms(question))}, id="call_head_start")
+        result = ToolResult(call, mask_value(text, loop.secret), 0)
+        self.keys[call.id or HEAD_START_KEY] = HEAD_START_KEY
+        self.emit(CallStarted(0, HEAD_START_KEY, call))
+        self.emit(CallFinished(0, HEAD_START_KEY, result))
+        self.reply.head_start = result
+        return [assistant(HEAD_START_LEAD, (call,)), tool_result(result)]
 
     def _learn_mode(self, step: int, question: str, calls: list[ToolCall], problems: list[str]) -> bool:
         """``auto``, undecided: what this step shows about the model; True when it switched to text."""

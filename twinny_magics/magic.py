@@ -35,7 +35,14 @@ if TYPE_CHECKING:
 #: The options that make a different session when they change.
 SESSION_OPTIONS = ("server", "model", "kind", "workspace", "window", "api_key", "timeout")
 #: The options that apply to one cell of the same session.
-TURN_OPTIONS = ("mode", "steps", "edits", "commands", "grammar", "temperature")
+TURN_OPTIONS = ("mode", "steps", "edits", "commands", "grammar", "temperature", "head_start")
+#: ``--head-start``: which parts of the head start a reply gets (the workspace map, the evidence).
+HEAD_START_PARTS = {
+    "on": (True, True),
+    "off": (False, False),
+    "map": (True, False),
+    "evidence": (False, True),
+}
 SUBCOMMANDS = "status, reset, new, plan N, apply [N…], discard [N…], use NAME"
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -78,6 +85,12 @@ class TwinnyMagics(Magics):
     ).tag(config=True)
     temperature = Float(
         None, allow_none=True, help="The sampling temperature sent with each request; unset: the server's."
+    ).tag(config=True)
+    head_start = Enum(
+        list(HEAD_START_PARTS),
+        "on",
+        help="What the first request of a reply gets before the model looks: on (a map of the workspace and "
+        "the best-matching parts of files), map, evidence, off.",
     ).tag(config=True)
     window = Int(
         None, allow_none=True, help="The window to load the model with (Ollama num_ctx, the embedded server)."
@@ -135,6 +148,13 @@ class TwinnyMagics(Magics):
         "call-first (the first step calls); auto: lazy, call-first on the embedded SmolLM2",
     )
     @argument("--temperature", type=float, metavar="T", help="sampling temperature (default: the server's)")
+    @argument(
+        "--head-start",
+        dest="head_start",
+        choices=list(HEAD_START_PARTS),
+        help="before the model looks: a map of the workspace and the best-matching lines (on), map, "
+        "evidence or off",
+    )
     @argument("--window", type=int, metavar="N", help="load the model with an N-token window")
     @argument("--workspace", metavar="DIR", help="the folder the tools see (default: the notebook's)")
     @argument("--api-key", dest="api_key", metavar="KEY", help="sent as a Bearer token")
@@ -345,7 +365,7 @@ class TwinnyMagics(Magics):
         return await view.approve(command)
 
     def _tune(self, session: Agent, options: dict[str, Any]) -> None:
-        """Apply one cell's turn options (mode, steps, edits, commands, grammar, temperature)."""
+        """Apply one cell's turn options (mode, steps, edits, commands, grammar, temperature, head start)."""
         session.configure(
             mode=options.get("mode"),
             steps=options.get("steps"),
@@ -355,6 +375,9 @@ class TwinnyMagics(Magics):
             # Unset is a setting of its own (the server's default), so it is always passed.
             temperature=options.get("temperature"),
         )
+        parts = HEAD_START_PARTS.get(str(options.get("head_start")))
+        if parts is not None:
+            session.configure(workspace_map=parts[0], evidence=parts[1])
 
     @staticmethod
     def _set_approve(session: Agent, approve: Callable[[str], Any] | None) -> None:

@@ -341,7 +341,8 @@ class ReplyView:
         self._end_text_line()
         item = CallItem(event.key, event.call)
         self.calls[event.key] = item
-        self.status.calls += 1
+        if event.step > 0:  # step 0 is the loop's own head start, not a call the model made
+            self.status.calls += 1
         self.status.doing = f"running {event.call.name}"
         if not self.quiet:
             self._show(item)

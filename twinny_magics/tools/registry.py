@@ -124,6 +124,20 @@ TOOLS: dict[str, ToolSpec] = {
             {"path": "src/app.py", "start_line": 1},
         ),
         ToolSpec(
+            "search",
+            "Search the workspace by words, e.g. merge dicts; answers the best-matching lines of files, "
+            "ranked. For exact text or a regex use grep.",
+            (
+                Param(
+                    "words",
+                    "string",
+                    "Words to look for, e.g. merge dicts",
+                    aliases=("query", "text", "keywords", "q", "terms"),
+                ),
+            ),
+            {"words": "merge dicts"},
+        ),
+        ToolSpec(
             "grep",
             "Search inside files for a Python regex, e.g. def main; answers file:line: text. Without "
             "path: every file.",

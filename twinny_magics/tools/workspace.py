@@ -19,14 +19,22 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from twinny_magics import retrieval
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
+from twinny_magics.search_index import SearchIndex
 from twinny_magics.tools import commands, files, notebook
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
 from twinny_magics.tools.registry import TOOLS, bind, refusal
+
+#: Chunks a search call answers, and the characters they may fill (the loop cuts to its budget too).
+SEARCH_CHUNKS = 4
+SEARCH_CHARS = 6000
+#: Chunks the head start's evidence may hold (as many as fit its share of the window).
+EVIDENCE_CHUNKS = 4
 
 EditsMode = Literal["review", "apply"]
 CommandsMode = Literal["ask", "allow", "off"]
@@ -65,6 +73,7 @@ class Workspace:
         limits: ToolLimits = ToolLimits(),  # noqa: B008 (frozen, so one shared default is safe)
         secret_files: Sequence[str] | None = None,
         descriptions: Mapping[str, str] | None = None,
+        search: bool = True,
     ) -> None:
         if edits not in ("review", "apply"):
             raise ValueError(f"edits must be 'review' or 'apply', not {edits!r}")
@@ -86,6 +95,9 @@ class Workspace:
         if unknown:
             raise ValueError(f"No tool named {unknown[0]!r} to describe; the tools are: {', '.join(TOOLS)}.")
         self.descriptions: dict[str, str] = dict(descriptions or {})
+        #: Whether the ranked search is offered as a tool (the head start uses its index either way).
+        self.search = search
+        self._index: SearchIndex | None = None
 
     @property
     def pending(self) -> list[PendingEdit]:
@@ -125,9 +137,13 @@ class Workspace:
             extra["run_command"] = " The user approves each command first."
         out = []
         for name, spec in TOOLS.items():
-            if (name == "run_command" and self.commands == "off") or (
-                # Outside a kernel the tool could only say so; leaving it out saves a small window room.
-                name == "kernel_variables" and self.namespace is None
+            if (
+                (name == "run_command" and self.commands == "off")
+                or (
+                    # Outside a kernel the tool could only say so; leaving it out saves a small window room.
+                    name == "kernel_variables" and self.namespace is None
+                )
+                or (name == "search" and not self.search)
             ):
                 continue
             definition = spec.definition(extra.get(name, ""))
@@ -199,6 +215,8 @@ class Workspace:
         if name == "read_file":
             text = files.read_file(conf, limits, args["path"], args.get("start_line"), args.get("end_line"))
             return ToolOutput(text)
+        if name == "search":
+            return ToolOutput(await asyncio.to_thread(self._search, args["words"]))
         if name in ("grep", "find_files"):
             # On a worker thread: the searches (find_files looks inside files when no name matches)
             # release the GIL and are bounded in time (files.grep), and a cancelled reply (the stop
@@ -228,6 +246,36 @@ class Workspace:
         if name == "run_command":
             return await self._command(args["command"])
         return ToolOutput(notebook.kernel_variables(self.namespace, limits.variables))
+
+    # -- the ranked search and the head start ------------------------------------------------------
+
+    @property
+    def index(self) -> SearchIndex:
+        """The workspace's search index (opened on first use; see `search_index`)."""
+        if self._index is None:
+            self._index = SearchIndex(self._conf, self.limits)
+        return self._index
+
+    def _search(self, words: str) -> str:
+        if not words.strip():
+            raise WorkspaceError('search needs words, e.g. {"words": "merge dicts"}.')
+        chunks = self.index.search(words, SEARCH_CHUNKS)
+        return retrieval.search_text(words, chunks, SEARCH_CHARS, len(self.index.last.files))
+
+    def head_start(self, question: str, chars: int, *, map: bool = True, evidence: bool = True) -> str:
+        """What the loop gives the model before its first step, within ``chars``: a map of the workspace
+        ranked for ``question`` and the chunks that best match its words ('' when there is nothing).
+
+        Blocking (it walks the workspace and updates the index): the loop runs it on a worker thread.
+        Secret-shaped text is masked, as in every tool output.
+        """
+        if not (map or evidence) or chars <= 0:
+            return ""
+        self._conf.refresh()
+        survey = self.index.update()
+        terms = retrieval.query_terms(question)
+        chunks = self.index.search(question, EVIDENCE_CHUNKS) if evidence and terms else []
+        return mask_secrets(retrieval.head_start_text(survey if map else None, chunks, terms, chars))
 
     def _settle(self, change: Change) -> ToolOutput:
         """Hold a change for review, or write it now, depending on the edits mode."""

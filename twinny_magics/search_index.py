@@ -1,0 +1,348 @@
+"""The workspace's search index: every visible text file cut into chunks, ranked by BM25 (SQLite FTS5).
+
+Kept beside the workspace, never in it: one SQLite file per workspace in the user's cache folder
+(`index_folder`), out of the tools' sight and out of the user's project (nothing is written into the
+workspace, which may be read-only, shared or under review). Brought up to date before each search and
+map: a walk compares each file's modification time and size with what was indexed and reads only what changed.
+The walk is the tools' own (`Confinement.walk`): ignored, hidden and secret files are never read, and
+the walk's entry limit holds here too. An update stops reading after `UPDATE_SECONDS`; what it did not
+get to is indexed by the next one (the map says how many files wait).
+
+SQLite ships with Python, FTS5 with its SQLite; BM25 is FTS5's own ranking, with a definition's name
+weighed over a path's words, and those over the text. A file over `INDEX_CHARS` is indexed by its head;
+a binary file is listed, never read as text. An index that is corrupt, from another version, or that
+cannot be written (a read-only cache, a link where the file should be) is rebuilt, or kept in memory
+for the session: never an error for the user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import WorkspaceError
+from .outline import Definition, outline
+from .retrieval import (
+    Chunk,
+    FileInfo,
+    Survey,
+    chunk_bounds,
+    index_words,
+    match_query,
+    path_words,
+    query_terms,
+)
+from .tools.base import ToolLimits
+from .tools.files import TextLines, is_binary
+from .tools.paths import Confinement, Entry, Target
+
+INDEX_VERSION = "1"
+#: Where the indexes live, one file per workspace (named by a digest of its path), unless
+#: ``TWINNY_MAGICS_INDEX_DIR`` names another folder.
+INDEX_DIR_VARIABLE = "TWINNY_MAGICS_INDEX_DIR"
+#: Of a file, at most this many characters are indexed (its head; the map says so).
+INDEX_CHARS = 1_000_000
+#: Characters of a line kept in the index (minified code is one line of megabytes).
+LINE_CHARS = 400
+#: An update reads files for at most this long; the rest waits for the next one.
+UPDATE_SECONDS = 20.0
+#: Chunks kept per file in one search's results, so that the best few span more than one file.
+PER_FILE = 2
+# BM25 column weights: file (unindexed), its path's words, names, words, and the unindexed rest.
+_WEIGHTS = "0.0, 4.0, 8.0, 1.0, 0.0, 0.0, 0.0"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)",
+    "CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, mtime INTEGER, size INTEGER, "
+    "indexed TEXT, outline TEXT)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(file UNINDEXED, path, names, words, "
+    "start UNINDEXED, end UNINDEXED, body UNINDEXED, tokenize = \"unicode61 tokenchars '_'\")",
+)
+
+
+def index_folder() -> Path:
+    """The folder of the search indexes: ``$TWINNY_MAGICS_INDEX_DIR``, else the user's cache folder."""
+    given = os.environ.get(INDEX_DIR_VARIABLE)
+    if given:
+        return Path(given)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "twinny_magics" / "index"
+
+
+class SearchIndex:
+    """The index of one workspace (see the module docstring); ``update`` then ``search`` or ``survey``."""
+
+    def __init__(
+        self,
+        conf: Confinement,
+        limits: ToolLimits = ToolLimits(),  # noqa: B008 (frozen)
+        *,
+        seconds: float = UPDATE_SECONDS,
+        persist: bool = True,
+    ) -> None:
+        self.conf = conf
+        self.limits = limits
+        self.seconds = seconds
+        self.persist = persist
+        #: Where the index lives (None: in memory, for this session only).
+        self.location: Path | None = None
+        self._db: sqlite3.Connection | None = None
+        self.last = Survey()
+
+    # -- the database ------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        path = self._place() if self.persist else None
+        db = None
+        if path is not None:
+            try:
+                db = self._open(str(path))
+            except sqlite3.Error:
+                _remove(path)  # corrupt, or not a database at all: rebuilt
+                try:
+                    db = self._open(str(path))
+                except sqlite3.Error:
+                    db = None
+        if db is None:
+            path = None
+            db = self._open(":memory:")
+        self.location = path
+        self._db = db
+        return db
+
+    def _open(self, where: str) -> sqlite3.Connection:
+        db = sqlite3.connect(where, timeout=5.0, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=DELETE")
+            version = None
+            with contextlib.suppress(sqlite3.OperationalError):
+                row = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+                version = row[0] if row else None
+            if version != INDEX_VERSION:
+                # Another version's index (or a new one): start afresh.
+                for table in ("meta", "files", "chunks"):
+                    db.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (INDEX_VERSION,))
+            db.execute("SELECT count(*) FROM chunks").fetchone()  # a damaged table fails here
+            db.commit()
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
+
+    def _place(self) -> Path | None:
+        """The index file of this workspace in the index folder, or None where it cannot be kept there."""
+        folder = index_folder()
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError:
+            return None
+        digest = hashlib.sha256(os.fsencode(self.conf.root)).hexdigest()[:24]
+        path = folder / f"{digest}.sqlite"
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return None  # a link or a folder in its place: nothing is written through it
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        return path if os.access(folder, os.W_OK) else None
+
+    def close(self) -> None:
+        """Close the database (it is opened again when next needed)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _reset(self) -> None:
+        """Drop a database that failed mid-use and start one in memory."""
+        self.close()
+        self.persist = False
+
+    # -- keeping it up to date ---------------------------------------------------------------------
+
+    def update(self) -> Survey:
+        """Bring the index up to date with the workspace; the files as they are now."""
+        try:
+            return self._update()
+        except sqlite3.Error:
+            self._reset()
+            return self._update()
+
+    def _update(self) -> Survey:
+        db = self._connect()
+        known = {
+            row[0]: (row[1], row[2], row[3], row[4])
+            for row in db.execute("SELECT path, mtime, size, indexed, outline FROM files")
+        }
+        survey = Survey()
+        deadline = time.monotonic() + self.seconds
+        walk = self.conf.walk(Target(self.conf.root, ".", self.conf.root), self.limits.scan_entries)
+        seen: set[str] = set()
+        for entry in walk:
+            if entry.is_dir:
+                continue
+            try:
+                info = entry.real.stat()
+            except OSError:
+                continue
+            seen.add(entry.rel)
+            old = known.get(entry.rel)
+            if old is not None and old[0] == info.st_mtime_ns and old[1] == info.st_size:
+                survey.files.append(FileInfo(entry.rel, info.st_size, _definitions(old[3]), old[2]))
+                continue
+            if time.monotonic() > deadline:
+                survey.pending += 1
+                survey.files.append(FileInfo(entry.rel, info.st_size, (), "none"))
+                continue
+            survey.files.append(self._index(db, entry, info))
+        survey.truncated = walk.truncated
+        gone = [path for path in known if path not in seen]
+        if not walk.truncated:
+            for path in gone:
+                db.execute("DELETE FROM files WHERE path = ?", (path,))
+                db.execute("DELETE FROM chunks WHERE file = ?", (path,))
+        db.commit()
+        self.last = survey
+        return survey
+
+    def _index(self, db: sqlite3.Connection, entry: Entry, info: os.stat_result) -> FileInfo:
+        """Read one file and put its chunks and outline in the index."""
+        db.execute("DELETE FROM chunks WHERE file = ?", (entry.rel,))
+        lines: list[str] = []
+        indexed = "none"
+        notebook = entry.real.suffix == ".ipynb"
+        try:
+            if notebook or not is_binary(entry):
+                reader = TextLines(entry, keep=LINE_CHARS, budget=INDEX_CHARS)
+                lines = [head for head, _ in reader]
+                indexed = "part" if reader.truncated or reader.binary_at is not None else "full"
+        except (OSError, WorkspaceError, ValueError):
+            lines, indexed = [], "none"
+        definitions = outline(entry.rel, "\n".join(lines)) if lines and indexed == "full" else []
+        self._add_chunks(db, entry.rel, lines, definitions)
+        mtime = info.st_mtime_ns
+        with contextlib.suppress(OSError):
+            now = entry.real.stat()
+            if (now.st_mtime_ns, now.st_size) != (info.st_mtime_ns, info.st_size):
+                mtime = -1  # changed while it was read: read again next time
+        stored = json.dumps([[d.kind, d.name, d.line, list(d.members)] for d in definitions])
+        db.execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)",
+            (entry.rel, mtime, info.st_size, indexed, stored),
+        )
+        return FileInfo(entry.rel, info.st_size, tuple(definitions), indexed)
+
+    def _add_chunks(
+        self, db: sqlite3.Connection, path: str, lines: list[str], definitions: list[Definition]
+    ) -> None:
+        starts = {d.line: d for d in definitions}
+        blank = [not line.strip() for line in lines]
+        where = path_words(path)
+        rows = []
+        for first, last in chunk_bounds(len(lines), starts, blank):
+            body = lines[first - 1 : last]
+            names = [d.name for n, d in starts.items() if first <= n <= last]
+            names += [m for n, d in starts.items() if first <= n <= last for m in d.members]
+            text = "\n".join(body)
+            if not text.strip():
+                continue
+            rows.append((path, where, index_words(" ".join(names)), index_words(text), first, last, text))
+        db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    # -- asking it ---------------------------------------------------------------------------------
+
+    def survey(self) -> Survey:
+        """Every visible file, with its size and definitions (updating the index first)."""
+        return self.update()
+
+    def search(self, words: str, n: int = 4) -> list[Chunk]:
+        """The ``n`` chunks that best match ``words`` (at most `PER_FILE` a file), best first."""
+        self.update()
+        terms = query_terms(words)
+        if not terms:
+            return []
+        try:
+            return self._search(terms, n)
+        except sqlite3.Error:
+            self._reset()
+            self.update()
+            return self._search(terms, n)
+
+    def _search(self, terms: list[str], n: int) -> list[Chunk]:
+        db = self._connect()
+        rows = db.execute(
+            f"SELECT file, start, end, body, bm25(chunks, {_WEIGHTS}) AS rank FROM chunks "
+            "WHERE chunks MATCH ? ORDER BY rank LIMIT ?",
+            (match_query(terms), max(n * 6, 24)),
+        ).fetchall()
+        out: list[Chunk] = []
+        per_file: dict[str, int] = {}
+        wanted = set(terms)
+        for path, start, end, body, rank in rows:
+            if per_file.get(path, 0) >= PER_FILE or not self._visible(path):
+                continue
+            per_file[path] = per_file.get(path, 0) + 1
+            first, last = int(start), int(end)
+            defined = _chunk_definitions(db, path, first, last)
+            names = tuple(d.name for d in defined)
+            # A chunk that defines a name the question asks about is what it asks for (before a test of
+            # it, or a line that uses it): BM25 sees only that the word occurs there. A function or a
+            # class of that name counts more than an assignment to it (``countby = curry(countby)``
+            # re-exports the function; it does not define it).
+            asked = [_DEFINES_BONUS.get(d.kind, 3.0) for d in defined if d.name.lower() in wanted]
+            score = -float(rank) + max(asked, default=0.0)
+            out.append(Chunk(path, first, last, tuple(str(body).split("\n")), names, score))
+        out.sort(key=lambda c: -c.score)
+        return out[:n]
+
+    def _visible(self, path: str) -> bool:
+        """Whether a file the index holds is still one the tools would read (the rules may have changed)."""
+        try:
+            self.conf.resolve(path)
+        except WorkspaceError:
+            return False
+        return True
+
+
+def _chunk_definitions(db: sqlite3.Connection, path: str, start: int, end: int) -> tuple[Definition, ...]:
+    row = db.execute("SELECT outline FROM files WHERE path = ?", (path,)).fetchone()
+    return tuple(d for d in _definitions(row[0] if row else None) if start <= d.line <= end)
+
+
+#: What a chunk that defines a name of the question gains over its BM25 score (-rank: about 5 to 20 on
+#: a small library), by the definition's kind: a function or a class of that name comes first.
+_DEFINES_BONUS = dict.fromkeys(("const", "var", "let"), 3.0) | dict.fromkeys(
+    ("define", "#", "##", "###"), 6.0
+)
+_DEFINES_BONUS |= dict.fromkeys(
+    ("def", "class", "function", "method", "struct", "interface", "type", "trait", "enum"), 20.0
+)
+
+
+def _definitions(stored: Any) -> tuple[Definition, ...]:
+    try:
+        data = json.loads(stored) if stored else []
+        return tuple(
+            Definition(str(k), str(name), int(line), tuple(map(str, members)))
+            for k, name, line, members in data
+        )
+    except (ValueError, TypeError):
+        return ()
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            os.unlink(str(path) + suffix)
