@@ -70,7 +70,8 @@ async def test_an_unknown_tool_is_answered_with_the_tools_on_offer(tmp_path: Pat
     out = await Workspace(tmp_path, commands="off").run(ToolCall("cat", {"path": "x"}))
     assert out.is_error
     assert out.text == (
-        "Unknown tool 'cat'. The tools are: list_dir, find_files, read_file, search, grep, edit_file, create_file."
+        "Unknown tool 'cat'. The tools are: list_dir, find_files, read_file, search, grep, edit_file, "
+        "create_file."
     )
 
 

@@ -267,6 +267,10 @@ def _name_of(node: Any, *, deep: bool = True) -> str | None:
         if declarator.type in ("identifier", "field_identifier", "type_identifier", "qualified_identifier"):
             return _text(declarator)
         current = declarator
+    if node.type == "impl_item":  # Rust: `impl Point` and `impl Display for Point` are named by their type
+        implemented = node.child_by_field_name("type")
+        if implemented is not None:
+            return _text(implemented)
     if deep and current is node and node.named_child_count:
         first = node.named_children[0]
         if first.type.endswith(("_spec", "_declarator", "declarator")):

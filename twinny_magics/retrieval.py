@@ -38,11 +38,16 @@ STOPWORDS = frozenset(
 
 
 def identifier_parts(token: str) -> list[str]:
-    """``token`` lower-cased, then its parts when it has several (snake_case, camelCase, digits)."""
+    """``token`` lower-cased, then its parts when it has several (snake_case, camelCase, digits).
+
+    camelCase is split only in ASCII words (``Größe`` is one word, not ``gr`` and ``ße``).
+    """
     low = token.lower()
     parts: list[str] = []
     for piece in token.split("_"):
-        parts.extend(p.lower() for p in _CAMEL.findall(piece))
+        parts.extend(p.lower() for p in _CAMEL.findall(piece)) if piece.isascii() else parts.append(
+            piece.lower()
+        )
     parts = [p for p in parts if p != low]
     return [low, *dict.fromkeys(parts)] if len(parts) > 1 or (parts and parts[0] != low) else [low]
 
@@ -201,16 +206,24 @@ def _definition_text(d: Definition, wanted: set[str]) -> str:
     return f"{d.kind} {d.name} {d.line}{members}"
 
 
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
 def _wanted(d: Definition, wanted: set[str]) -> bool:
     return d.name.lower() in wanted or bool(wanted & {m.lower() for m in d.members})
 
 
 def _file_line(info: FileInfo, wanted: set[str], room: int) -> str:
     """One file's line of the map: path, size, then as many definitions as ``room`` holds."""
-    head = f"{info.path} {size_text(info.size)}"
-    if not info.definitions:
+    head = f"{info.path} {size_text(info.size)}" + (
+        " (only its head indexed)" if info.indexed == "part" else ""
+    )
+    # Dunder names (``__all__``, ``__version__``) say little about where things are: left out unless asked.
+    shown_defs = [d for d in info.definitions if not _dunder(d.name) or d.name.lower() in wanted]
+    if not shown_defs:
         return head
-    ranked = sorted(info.definitions, key=lambda d: (not _wanted(d, wanted), d.line))
+    ranked = sorted(shown_defs, key=lambda d: (not _wanted(d, wanted), d.line))
     texts: list[tuple[int, str]] = []
     used = len(head) + 2
     for d in ranked:
@@ -222,7 +235,7 @@ def _file_line(info: FileInfo, wanted: set[str], room: int) -> str:
         texts.append((d.line, text))
         used += len(text) + 2
     shown = [text for _, text in sorted(texts)]
-    more = len(info.definitions) - len(shown)
+    more = len(shown_defs) - len(shown)
     tail = f"; +{more} more" if more > 0 else ""
     return f"{head}: " + "; ".join(shown) + tail
 
@@ -264,19 +277,22 @@ def render_map(survey: Survey, terms: Sequence[str], chars: int) -> str:
                 continue
         chosen[info.path] = line
         used += len(line) + 1
-    out = [MAP_LEAD, *(chosen[path] for path in sorted(chosen))]
+    lines = [chosen[path] for path in sorted(chosen)]
     left_out = Counter(_folder(f.path) for f in files if f.path not in chosen)
-    if left_out:
-        counts = ", ".join(
-            f"{folder or '.'}: {n}" for folder, n in sorted(left_out.items(), key=lambda i: -i[1])
-        )
-        wrapper = "[Not shown, by folder: {}; list_dir lists a folder.]"
-        out.append(wrapper.format(_clip(counts, _LEFT_OUT_CHARS - len(wrapper) + 2)))
-    text = "\n".join([*out, *notes])
-    while len(text) > chars and len(out) > 1:  # a guard; the budget above leaves room for the notes
-        out.pop(-2 if left_out else -1)
-        text = "\n".join([*out, *notes])
-    return text if len(text) <= chars else MAP_LEAD
+    wrapper = "[Not shown, by folder: {}; list_dir lists a folder.]"
+    counts = ", ".join(f"{folder or '.'}: {n}" for folder, n in sorted(left_out.items(), key=lambda i: -i[1]))
+    tail = [wrapper.format(_clip(counts, _LEFT_OUT_CHARS - len(wrapper) + 2))] if left_out else []
+    text = "\n".join([MAP_LEAD, *lines, *tail, *notes])
+    # A guard (the budget above leaves room for the notes): drop file lines, then the notes, never the lead.
+    while len(text) > chars and (lines or tail or notes):
+        if lines:
+            lines.pop()
+        elif notes:
+            notes.pop()
+        else:
+            tail.pop()
+        text = "\n".join([MAP_LEAD, *lines, *tail, *notes])
+    return text
 
 
 #: The line that counts what the map left out, by folder, is cut to this.

@@ -172,22 +172,25 @@ class SearchIndex:
 
     # -- keeping it up to date ---------------------------------------------------------------------
 
-    def update(self) -> Survey:
-        """Bring the index up to date with the workspace; the files as they are now."""
+    def update(self, seconds: float | None = None) -> Survey:
+        """Bring the index up to date with the workspace; the files as they are now.
+
+        Reading stops after ``seconds`` (default: the index's own `seconds`); the rest waits.
+        """
         try:
-            return self._update()
+            return self._update(self.seconds if seconds is None else seconds)
         except sqlite3.Error:
             self._reset()
-            return self._update()
+            return self._update(self.seconds if seconds is None else seconds)
 
-    def _update(self) -> Survey:
+    def _update(self, seconds: float) -> Survey:
         db = self._connect()
         known = {
             row[0]: (row[1], row[2], row[3], row[4])
             for row in db.execute("SELECT path, mtime, size, indexed, outline FROM files")
         }
         survey = Survey()
-        deadline = time.monotonic() + self.seconds
+        deadline = time.monotonic() + seconds
         walk = self.conf.walk(Target(self.conf.root, ".", self.conf.root), self.limits.scan_entries)
         seen: set[str] = set()
         for entry in walk:
@@ -267,9 +270,11 @@ class SearchIndex:
         """Every visible file, with its size and definitions (updating the index first)."""
         return self.update()
 
-    def search(self, words: str, n: int = 4) -> list[Chunk]:
-        """The ``n`` chunks that best match ``words`` (at most `PER_FILE` a file), best first."""
-        self.update()
+    def search(self, words: str, n: int = 4, *, update: bool = True) -> list[Chunk]:
+        """The ``n`` chunks that best match ``words`` (at most `PER_FILE` a file), best first; the index
+        is brought up to date first unless ``update`` is False (it just was)."""
+        if update:
+            self.update()
         terms = query_terms(words)
         if not terms:
             return []

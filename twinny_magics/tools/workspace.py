@@ -17,13 +17,12 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from twinny_magics import retrieval
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
-from twinny_magics.search_index import SearchIndex
 from twinny_magics.tools import commands, files, notebook
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
@@ -35,6 +34,11 @@ SEARCH_CHUNKS = 4
 SEARCH_CHARS = 6000
 #: Chunks the head start's evidence may hold (as many as fit its share of the window).
 EVIDENCE_CHUNKS = 4
+#: How long the head start may spend indexing before a reply's first request.
+HEAD_START_SECONDS = 5.0
+
+if TYPE_CHECKING:
+    from twinny_magics.search_index import SearchIndex
 
 EditsMode = Literal["review", "apply"]
 CommandsMode = Literal["ask", "allow", "off"]
@@ -97,7 +101,7 @@ class Workspace:
         self.descriptions: dict[str, str] = dict(descriptions or {})
         #: Whether the ranked search is offered as a tool (the head start uses its index either way).
         self.search = search
-        self._index: SearchIndex | None = None
+        self._index: SearchIndex | None = None  # see `index`
 
     @property
     def pending(self) -> list[PendingEdit]:
@@ -253,6 +257,9 @@ class Workspace:
     def index(self) -> SearchIndex:
         """The workspace's search index (opened on first use; see `search_index`)."""
         if self._index is None:
+            # Imported here: the index module uses the tools' walk, and this package imports this module.
+            from twinny_magics.search_index import SearchIndex  # noqa: PLC0415
+
             self._index = SearchIndex(self._conf, self.limits)
         return self._index
 
@@ -272,9 +279,11 @@ class Workspace:
         if not (map or evidence) or chars <= 0:
             return ""
         self._conf.refresh()
-        survey = self.index.update()
+        # A first reply in a big folder waits at most HEAD_START_SECONDS for the index; the rest of it is
+        # read by later calls (the map says how many files wait).
+        survey = self.index.update(HEAD_START_SECONDS)
         terms = retrieval.query_terms(question)
-        chunks = self.index.search(question, EVIDENCE_CHUNKS) if evidence and terms else []
+        chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
         return mask_secrets(retrieval.head_start_text(survey if map else None, chunks, terms, chars))
 
     def _settle(self, change: Change) -> ToolOutput:
