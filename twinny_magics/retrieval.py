@@ -11,6 +11,7 @@ A question's common words (``what``, ``which``, ``file``…) are dropped: they m
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -37,17 +38,27 @@ STOPWORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65536)
+def _parts(token: str) -> tuple[str, ...]:
+    return tuple(_identifier_parts(token))
+
+
 def identifier_parts(token: str) -> list[str]:
     """``token`` lower-cased, then its parts when it has several (snake_case, camelCase, digits).
 
     camelCase is split only in ASCII words (``Größe`` is one word, not ``gr`` and ``ße``).
     """
+    return list(_parts(token))
+
+
+def _identifier_parts(token: str) -> list[str]:
     low = token.lower()
     parts: list[str] = []
     for piece in token.split("_"):
-        parts.extend(p.lower() for p in _CAMEL.findall(piece)) if piece.isascii() else parts.append(
-            piece.lower()
-        )
+        if piece.isascii():
+            parts.extend(p.lower() for p in _CAMEL.findall(piece))
+        else:
+            parts.append(piece.lower())
     parts = [p for p in parts if p != low]
     return [low, *dict.fromkeys(parts)] if len(parts) > 1 or (parts and parts[0] != low) else [low]
 
@@ -56,7 +67,7 @@ def index_words(text: str) -> str:
     """The words of ``text`` as the index holds them: each identifier whole and in its parts."""
     out: list[str] = []
     for token in _WORD.findall(text):
-        out.extend(identifier_parts(token))
+        out.extend(_parts(token))
     return " ".join(out)
 
 
