@@ -257,31 +257,30 @@ CONFIGS: dict[str, tuple[str, Variant]] = {
     "defaults": ("our loop, its defaults (mode auto)", Variant("defaults", factory=fresh_agent)),
     "native": ("our loop, native tool calls", Variant("native", factory=fresh_agent, mode="native")),
     "text": ("our loop, text mode", Variant("text", factory=fresh_agent, mode="text")),
-    "none": (
-        "our loop, no head start, no search tool",
-        Variant("none", factory=fresh_agent, workspace_map=False, evidence=False, search=False),
-    ),
-    "map": (
-        "our loop, the workspace map only",
-        Variant("map", factory=fresh_agent, workspace_map=True, evidence=False, search=False),
-    ),
-    "search": (
-        "our loop, the search tool only",
-        Variant("search", factory=fresh_agent, workspace_map=False, evidence=False, search=True),
-    ),
-    "evidence": (
-        "our loop, the evidence only",
-        Variant("evidence", factory=fresh_agent, workspace_map=False, evidence=True, search=False),
-    ),
+    **{
+        name: (what, Variant(name, factory=fresh_agent, workspace_map=m, evidence=e, search=t))
+        for name, what, m, e, t in (
+            ("none", "our loop, no head start, no search tool", False, False, False),
+            ("map", "our loop, the workspace map only", True, False, False),
+            ("search", "our loop, the search tool only", False, False, True),
+            ("evidence", "our loop, the evidence only", False, True, False),
+        )
+    },
     "naive": ("naive loop: keeps everything, no budget", Variant("naive", factory=NaiveLoop)),
     "no-tools": ("the model alone, one request", Variant("no-tools", factory=NoTools)),
 }
 
 
+#: The head start's parts one at a time: run when named (``--configs map,search,evidence``), not by default.
+ABLATIONS = ("map", "search", "evidence")
+#: What a run without ``--configs`` compares.
+DEFAULT_CONFIGS = [name for name in CONFIGS if name not in ABLATIONS]
+
+
 def pick_configs(wanted: str | None) -> list[str]:
-    """The configurations ``wanted`` names (comma-separated; None: all)."""
+    """The configurations ``wanted`` names (comma-separated; None: all but the ablations)."""
     if not wanted:
-        return list(CONFIGS)
+        return list(DEFAULT_CONFIGS)
     names = [w.strip() for w in wanted.split(",") if w.strip()]
     unknown = [n for n in names if n not in CONFIGS]
     if unknown:
@@ -381,7 +380,7 @@ def record_path(model: str, window: int | str, selection: str) -> Path:
 def selection_name(tasks: Sequence[Task], every: Sequence[Task], configs: Sequence[str], quick: bool) -> str:
     """``quick``, ``full``, or ``partial-<digest>`` for another choice of tasks or configurations."""
     names = [t.name for t in tasks]
-    if list(configs) == list(CONFIGS):
+    if list(configs) == DEFAULT_CONFIGS:
         if quick and names == [t.name for t in every if t.quick]:
             return "quick"
         if names == [t.name for t in every]:
