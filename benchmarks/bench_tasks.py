@@ -11,8 +11,12 @@ judged); each task × configuration runs through :mod:`twinny_magics.experiment`
 fresh copy of the workspace, greedy (temperature 0) and seeded, edits applied on the copy, commands off
 for every configuration (the tasks need only reading and editing). The configurations:
 
-- ``defaults``: our loop as a user gets it (``Agent()`` options untouched: mode ``auto``);
+- ``defaults``: our loop as a user gets it (``Agent()`` options untouched: mode ``auto``, the head start
+  — workspace map and evidence — and the search tool on);
 - ``native`` / ``text``: our loop with ``mode="native"`` / ``mode="text"``;
+- ``none``: our loop without the head start and the search tool (the defaults before them);
+- ``map`` / ``search`` / ``evidence``: our loop with one part of the head start alone (run when named in
+  ``--configs``: they measure what each part adds);
 - ``naive``: :class:`NaiveLoop`, the loop everyone writes first, with the same tools, prompts and call
   reader but no budget: no window asked, no estimate, no trimming or cutting of results (the tools' own
   limits stay: 150 lines a read, 40 grep matches), no repeat guard, no call grammar, no closing request;
