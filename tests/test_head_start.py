@@ -202,7 +202,7 @@ def test_on_llama_cpp_the_head_start_is_counted_and_the_requests_fit(
     assert "def connect" in reply.head_start.output
     search = reply.steps[0].results[0]
     assert not search.is_error
-    assert "net/client.py, lines" in search.output
+    assert "net/client.py (" in search.output
     rows = [(r.estimated_tokens, r.prompt_tokens, r.limit) for r in reply.requests]
     print(json.dumps(rows))
     for estimated, real, limit in rows:

@@ -348,7 +348,7 @@ def test_ignored_hidden_and_secret_files_are_never_indexed(project: Path) -> Non
 
 async def test_a_file_that_becomes_ignored_is_no_longer_returned(project: Path) -> None:
     ws = Workspace(project)
-    assert "analysis.ipynb, lines" in (await call(ws, "search", words="load_frame")).text
+    assert "analysis.ipynb (" in (await call(ws, "search", words="load_frame")).text
     (project / ".gitignore").write_text("build/\nignored_*.py\n*.ipynb\n")
     out = await call(ws, "search", words="load_frame")
     assert "analysis.ipynb" not in out.text
@@ -626,10 +626,10 @@ async def test_the_search_tool_answers_through_the_workspace(project: Path) -> N
     assert not out.is_error, out.text
     assert out.text.startswith("4 best matches for 'merge_with dictionaries' (read_file reads on):\n")
     first = out.text.splitlines()[1]
-    assert first.startswith("pkg/merging.py, lines ")
+    assert first.startswith("pkg/merging.py (")
     assert len(out.text) <= 6000
     alias = await call(ws, "search", query="load_frame")  # an alias of words
-    assert "analysis.ipynb, lines " in alias.text
+    assert "analysis.ipynb (" in alias.text
     empty = await call(ws, "search", words="   ")
     assert empty.is_error
     ws.index.close()

@@ -319,10 +319,11 @@ def _clip(text: str, limit: int) -> str:
 
 
 def render_chunks(chunks: Sequence[Chunk], chars: int, line_chars: int = 200) -> str:
-    """Chunks as numbered lines under a ``path, lines a–b`` heading each, within ``chars`` in all.
+    """Chunks as numbered lines under a ``path (names):`` heading each, within ``chars`` in all.
 
     A chunk whose heading and first lines do not fit is left out; the last one shown may be cut at a
-    line, with the call that reads on (room for that line is always kept).
+    line, with a note that says how to read on (room for it is always kept). No number is written
+    but the lines' own: a small model answered "line 94" from a read-on hint's ``start_line: 94``.
     """
     out: list[str] = []
     total = -1  # the length of "\n".join(out), counting the separator each new line adds
@@ -332,29 +333,35 @@ def render_chunks(chunks: Sequence[Chunk], chars: int, line_chars: int = 200) ->
 
     for chunk in chunks:
         names = f" ({', '.join(chunk.names[:4])})" if chunk.names else ""
-        head = f"{chunk.path}, lines {chunk.start}–{chunk.end}{names}:"
-        width = len(str(chunk.end))
-        reads_on = f'[… read_file {{"path": "{chunk.path}", "start_line": {chunk.end}}} reads on.]'
+        head = f"{chunk.path}{names}:"
+        reads_on = f"[… {chunk.path} goes on: read_file with start_line at the next line's number reads it.]"
+        lines = list(chunk.lines)
+        first = chunk.start
+        while lines and not lines[0].strip():  # a chunk's leading blank lines say nothing
+            lines.pop(0)
+            first += 1
+        while lines and not lines[-1].strip():
+            lines.pop()
+        width = len(str(first + len(lines) - 1))
         rows = []
-        for offset, line in enumerate(chunk.lines):
+        for offset, line in enumerate(lines):
             text = line if len(line) <= line_chars else line[:line_chars] + " …"
-            rows.append((chunk.start + offset, f"{chunk.start + offset:>{width}}: {text}"))
-        if not rows or not room_for(head, *(row for _, row in rows[:3]), reads_on):
+            rows.append(f"{first + offset:>{width}}: {text}")
+        if not rows or not room_for(head, *rows[:3], reads_on):
             if out:
                 break
             continue
         out.append(head)
         total += len(head) + 1
-        for index, (number, row) in enumerate(rows):
+        for index, row in enumerate(rows):
             last = index == len(rows) - 1
             if room_for(row) if last else room_for(row, reads_on):
                 out.append(row)
                 total += len(row) + 1
                 continue
-            cut = f'[… read_file {{"path": "{chunk.path}", "start_line": {number}}} reads on.]'
-            out.append(cut)
-            total += len(cut) + 1
+            out.append(reads_on)
             return "\n".join(out)
+    return "\n".join(out)
     return "\n".join(out)
 
 
