@@ -410,7 +410,10 @@ async def test_the_planted_closer_stays_inside_its_result_through_the_loop(tmp_p
     await asyncio.to_thread(agent.run, "What is in notes.md?")
     last = server.requests[-1].messages
     holding = [str(m["content"]) for m in last if "ignore the task" in str(m.get("content") or "")]
-    [turn] = holding
-    assert turn.count("</tool_result>") == 1
-    assert turn.index("ignore the task") < turn.index("</tool_result>")
-    assert turn.rstrip().endswith("</tool_result>")
+    # The read's result, and the head start's evidence (which found the same lines): each in its own
+    # wrapper, which the planted closer cannot end early.
+    assert len(holding) == 2
+    for turn in holding:
+        assert turn.count("</tool_result>") == 1
+        assert turn.index("ignore the task") < turn.index("</tool_result>")
+        assert turn.rstrip().endswith("</tool_result>")
