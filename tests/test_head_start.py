@@ -223,3 +223,10 @@ def test_smollm2_gets_the_head_start_from_a_real_reply(llama_server: Any, tmp_pa
     first = reply.requests[0]
     assert first.prompt_tokens is not None
     assert first.prompt_tokens <= first.limit
+
+
+def test_an_empty_workspace_gets_no_head_start(tmp_path: Path) -> None:
+    reply = Agent(server=scripted("def add(a, b): return a + b"), workspace=tmp_path).run(
+        "Write a Python function that adds two numbers."
+    )
+    assert reply.head_start is None

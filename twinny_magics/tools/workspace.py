@@ -282,6 +282,8 @@ class Workspace:
         # A first reply in a big folder waits at most HEAD_START_SECONDS for the index; the rest of it is
         # read by later calls (the map says how many files wait).
         survey = self.index.update(HEAD_START_SECONDS)
+        if not survey.files:
+            return ""  # an empty folder: nothing to map or find, and "(no files)" only distracts
         terms = retrieval.query_terms(question)
         chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
         return mask_secrets(retrieval.head_start_text(survey if map else None, chunks, terms, chars))
