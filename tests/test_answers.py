@@ -146,3 +146,16 @@ def test_small_talk_is_not_nudged(workspace: Path, question: str) -> None:
 def test_without_look_first_a_first_answer_stands(workspace: Path) -> None:
     server = ScriptedServer(["It is 3000."])
     assert Agent(server=server, workspace=workspace).run("Which port does the app use?").text == "It is 3000."
+
+
+def test_a_problem_messages_example_call_is_aimed_at_the_questions_word() -> None:
+    """A 1.5B model copied the protocol's example (grep createServer) from a problem message four times."""
+    from twinny_magics.loop import _CANONICAL_EXAMPLE, about_the_question
+
+    problem = f"There is no tool called x. Call one of them like this:\n{_CANONICAL_EXAMPLE}"
+    aimed = about_the_question(problem, "Which file of this project defines the function countby?")
+    assert "createServer" not in aimed
+    assert '{"name": "grep", "arguments": {"pattern": "countby"}}' in aimed
+    # No word worth a search (small talk), or no canonical example: unchanged.
+    assert about_the_question(problem, "thanks!") == problem
+    assert about_the_question("Arguments must be JSON.", "Where is countby?") == "Arguments must be JSON."

@@ -59,6 +59,7 @@ from .notes import (
     notes_messages,
     with_closing_prompt,
 )
+from .protocol_schema import example_call, format_call
 from .redact import mask_value
 from .retrieval import HEAD_START_LEAD, HEAD_START_TOOL, query_terms
 from .servers import base as wire
@@ -468,6 +469,7 @@ class _Run:
             plan = await self._plan()
             try:
                 messages, text, calls, problems = await self._request(step, last, messages, plan)
+                problems = [about_the_question(p, question) for p in problems]
             except ToolsRefused as error:
                 if loop.mode == "native" and not self.tool_ran:
                     # Refused before any tool ran: nothing is lost by saying the tools as text instead.
@@ -1046,6 +1048,20 @@ class _Run:
 
 #: Tools whose success may change what other tools return.
 _CHANGES_WORKSPACE = frozenset({"edit_file", "create_file", "run_command"})
+
+
+#: The protocol's canonical example call, as a problem message shows it for the model to copy.
+_CANONICAL_EXAMPLE = format_call(example_call(None))
+
+
+def about_the_question(problem: str, question: str) -> str:
+    """A problem message whose example call is the protocol's canonical one (``grep createServer``)
+    with that call aimed at the question's own word instead: a small model copies the example as it
+    is, and a grep for ``createServer`` in a project without one helps nobody."""
+    terms = query_terms(question)
+    if not terms or _CANONICAL_EXAMPLE not in problem:
+        return problem
+    return problem.replace(_CANONICAL_EXAMPLE, format_call(ToolCall("grep", {"pattern": terms[0]})))
 
 
 def _refuses_grammar(error: ServerError) -> bool:

@@ -251,13 +251,16 @@ def _file_line(info: FileInfo, wanted: set[str], room: int) -> str:
     return f"{head}: " + "; ".join(shown) + tail
 
 
-MAP_LEAD = "Workspace map (files with their sizes and top-level definitions with line numbers):"
+MAP_LEAD = (
+    "Workspace map (files with their sizes and top-level definitions with line numbers, the most relevant "
+    "to the question first):"
+)
 
 
 def render_map(survey: Survey, terms: Sequence[str], chars: int) -> str:
     """The workspace map within ``chars`` ('' when not even its first line fits): the files most
-    relevant to ``terms`` in detail, then others by name, then counts per folder of what did not fit
-    (and what the walk did not reach)."""
+    relevant to ``terms`` first and in detail, then others by name, then counts per folder of what did
+    not fit (and what the walk did not reach)."""
     wanted = set(terms)
     files = survey.files
     if len(MAP_LEAD) + 12 > chars:
@@ -288,7 +291,9 @@ def render_map(survey: Survey, terms: Sequence[str], chars: int) -> str:
                 continue
         chosen[info.path] = line
         used += len(line) + 1
-    lines = [chosen[path] for path in sorted(chosen)]
+    # Best first: a small model takes the first file that looks right (sorted by path, a re-export in
+    # curried/__init__.py came before the file that defines the function, and was taken).
+    lines = list(chosen.values())
     left_out = Counter(_folder(f.path) for f in files if f.path not in chosen)
     wrapper = "[Not shown, by folder: {}; list_dir lists a folder.]"
     counts = ", ".join(f"{folder or '.'}: {n}" for folder, n in sorted(left_out.items(), key=lambda i: -i[1]))
@@ -361,7 +366,6 @@ def render_chunks(chunks: Sequence[Chunk], chars: int, line_chars: int = 200) ->
                 continue
             out.append(reads_on)
             return "\n".join(out)
-    return "\n".join(out)
     return "\n".join(out)
 
 
