@@ -1058,7 +1058,7 @@ def about_the_question(problem: str, question: str) -> str:
     """A problem message whose example call is the protocol's canonical one (``grep createServer``)
     with that call aimed at the question's own word instead: a small model copies the example as it
     is, and a grep for ``createServer`` in a project without one helps nobody."""
-    terms = query_terms(question)
+    terms = query_terms(question) if needs_the_workspace(question) else []
     if not terms or _CANONICAL_EXAMPLE not in problem:
         return problem
     return problem.replace(_CANONICAL_EXAMPLE, format_call(ToolCall("grep", {"pattern": terms[0]})))
