@@ -23,6 +23,7 @@ ALL_TOOLS = [
     "create_file",
     "run_command",
     "kernel_variables",
+    "inspect_variable",
 ]
 
 
@@ -43,10 +44,11 @@ def test_definitions_are_openai_style_with_ordered_properties_and_short_descript
 
 
 def test_definitions_follow_the_modes_and_say_no_number(tmp_path: Path) -> None:
-    """commands=off drops run_command, no kernel drops kernel_variables, and no limit is written as a
-    number a small model would copy (read_file's "150 lines" became start_line 150)."""
+    """commands=off drops run_command, no kernel drops kernel_variables and inspect_variable, and no limit
+    is written as a number a small model would copy (read_file's "150 lines" became start_line 150)."""
     ws = Workspace(tmp_path, commands="off", limits=ToolLimits(read_lines=40))
-    assert ws.tool_names() == [name for name in ALL_TOOLS if name not in ("run_command", "kernel_variables")]
+    kernel = ("run_command", "kernel_variables", "inspect_variable")
+    assert ws.tool_names() == [name for name in ALL_TOOLS if name not in kernel]
     read = next(d for d in ws.definitions() if d["function"]["name"] == "read_file")
     assert not any(char.isdigit() for char in json.dumps(read["function"]))
     review = Workspace(tmp_path).definitions()[5]["function"]["description"]
@@ -72,6 +74,12 @@ async def test_an_unknown_tool_is_answered_with_the_tools_on_offer(tmp_path: Pat
     assert out.text == (
         "Unknown tool 'cat'. The tools are: list_dir, find_files, read_file, search, grep, edit_file, "
         "create_file."
+    )
+    # In a kernel, the two kernel tools are on offer too.
+    out = await Workspace(tmp_path, commands="off", namespace={}).run(ToolCall("cat", {}))
+    assert out.text == (
+        "Unknown tool 'cat'. The tools are: list_dir, find_files, read_file, search, grep, edit_file, "
+        "create_file, kernel_variables, inspect_variable."
     )
 
 

@@ -6,6 +6,7 @@ one), `ToolOutput`, `ToolLimits` and `PendingEdit`. The modules, one concept eac
 - ``paths``     confinement to the workspace root and the hidden/ignored rules
 - ``files``     list_dir, find_files, read_file, grep
 - ``notebook``  a .ipynb as its cells; the kernel's variables
+- ``variables`` one kernel variable up close (inspect_variable), user code only under a time bound
 - ``edits``     edit_file, create_file, pending review, atomic writes
 - ``commands``  run_command as a process group that is always stopped
 - ``registry``  the definitions the model sees and the checking of its arguments

@@ -220,6 +220,13 @@ TOOLS: dict[str, ToolSpec] = {
             (),
             {},
         ),
+        ToolSpec(
+            "inspect_variable",
+            "Look closely at one kernel variable by name, e.g. df: a table's columns and first rows, an "
+            "array's statistics, a list's first items, a function's signature. Read-only.",
+            (Param("name", "string", "Variable's name, e.g. df", aliases=("variable", "var")),),
+            {"name": "df"},
+        ),
     )
 }
 

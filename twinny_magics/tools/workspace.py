@@ -23,7 +23,7 @@ from twinny_magics import retrieval
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
-from twinny_magics.tools import commands, files, notebook
+from twinny_magics.tools import commands, files, notebook, variables
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
@@ -145,7 +145,7 @@ class Workspace:
                 (name == "run_command" and self.commands == "off")
                 or (
                     # Outside a kernel the tool could only say so; leaving it out saves a small window room.
-                    name == "kernel_variables" and self.namespace is None
+                    name in ("kernel_variables", "inspect_variable") and self.namespace is None
                 )
                 or (name == "search" and not self.search)
             ):
@@ -249,6 +249,10 @@ class Workspace:
             return self._settle(_no_mask_written(create_change(conf, args["path"], args["content"])))
         if name == "run_command":
             return await self._command(args["command"])
+        if name == "inspect_variable":
+            # On a worker thread: an object's own repr or _repr_llm_ may take up to its time bound.
+            text = await asyncio.to_thread(variables.inspect_variable, self.namespace, args["name"])
+            return ToolOutput(text)
         return ToolOutput(notebook.kernel_variables(self.namespace, limits.variables))
 
     # -- the ranked search and the head start ------------------------------------------------------
