@@ -267,13 +267,17 @@ def output(page: Any, cell: int) -> Any:
 
 
 def wait_for_text(page: Any, cell: int, text: str) -> None:
-    output(page, cell).get_by_text(text, exact=False).first.wait_for(timeout=WAIT_MS)
+    # Visible matches only: a collapsed item may hold the same words (the head start's evidence quotes
+    # the notebook, which holds the cells' sources and their saved outputs).
+    output(page, cell).get_by_text(text, exact=False).filter(visible=True).first.wait_for(timeout=WAIT_MS)
 
 
 def test_a_reply_shows_its_status_bars_calls_and_markdown_answer(page: Any, lab: Lab) -> None:
     wait_for_text(page, 1, "An edit waits for review")
     area = output(page, 1)
     assert area.locator("details summary").filter(has_text="read_file").count() == 1
+    # The head start: what the loop gave the model before it looked, a collapsed item like a call.
+    assert area.locator("details summary").filter(has_text="head_start").count() == 1
     assert area.get_by_text("Request 2 · native").count() == 1
     assert area.locator("div[title^='system:']").count() == 3  # one window bar per request
     assert area.locator("strong").filter(has_text="x is two").count() == 1  # Markdown, rendered
