@@ -230,3 +230,12 @@ def test_an_empty_workspace_gets_no_head_start(tmp_path: Path) -> None:
         "Write a Python function that adds two numbers."
     )
     assert reply.head_start is None
+
+
+def test_the_plan_shows_the_head_starts_size_for_the_share_set(tmp_path: Path) -> None:
+    agent = Agent(server=scripted("ok"), workspace=project(tmp_path), head_start_share=0.05)
+    agent.run(QUESTION)
+    assert agent.plan is not None
+    assert agent.plan.head_start_chars == plan_context(4096, agent.estimator.ratio, 0.05).head_start_chars
+    agent.configure(head_start_share=0.3)
+    assert agent.plan.head_start_chars == plan_context(4096, agent.estimator.ratio, 0.3).head_start_chars

@@ -146,7 +146,9 @@ class Agent:
     def plan(self) -> ContextPlan | None:
         """The plan for the current window and ratio (None before the window is known)."""
         window = self.window
-        return plan_context(window, self.estimator.ratio) if window else None
+        if not window:
+            return None
+        return plan_context(window, self.estimator.ratio, self.settings.head_start_share)
 
     @property
     def mode(self) -> str:
