@@ -546,7 +546,7 @@ class _Run:
         if not needs_the_workspace(question):
             return []
         plan = await self._plan()
-        chars = plan_context(plan.window, loop.estimator.ratio, settings.head_start_share).head_start_chars
+        chars = plan.head_start_chars
         try:
             text = await asyncio.to_thread(
                 build, question, chars, map=settings.workspace_map, evidence=settings.evidence
@@ -605,7 +605,7 @@ class _Run:
             else:
                 loop.window_cap = None
         loop.window = window
-        loop.plan = plan = plan_context(window, loop.estimator.ratio)
+        loop.plan = plan = plan_context(window, loop.estimator.ratio, loop.settings.head_start_share)
         warning = small_window_warning(window, cast(Kind, loop.server.kind))
         if warning and not self.warned:
             self.warned = True
@@ -664,7 +664,9 @@ class _Run:
                 # for the window it names, and keep to it until the probe's answer has expired.
                 loop.window_cap = (error.window, time.monotonic() + WINDOW_CAP_SECONDS)
                 loop.window = error.window
-                loop.plan = plan = plan_context(error.window, loop.estimator.ratio)
+                loop.plan = plan = plan_context(
+                    error.window, loop.estimator.ratio, loop.settings.head_start_share
+                )
                 record.window, record.limit, record.target = plan.window, plan.limit, plan.target
             fitted = fit(fitted.messages, -1, plan.target, count)
             record.retried = "too long"

@@ -181,11 +181,12 @@ class SearchIndex:
 
         Reading stops after ``seconds`` (default: the index's own `seconds`); the rest waits.
         """
+        limit = self.seconds if seconds is None else seconds
         try:
-            return self._update(self.seconds if seconds is None else seconds)
+            return self._update(limit)
         except sqlite3.Error:
             self._reset()
-            return self._update(self.seconds if seconds is None else seconds)
+            return self._update(limit)
 
     def _update(self, seconds: float) -> Survey:
         db = self._connect()
@@ -301,12 +302,15 @@ class SearchIndex:
         out: list[Chunk] = []
         per_file: dict[str, int] = {}
         wanted = set(terms)
+        outlines: dict[str, tuple[Definition, ...]] = {}
         for path, start, end, body, rank in rows:
             if per_file.get(path, 0) >= PER_FILE or not self._visible(path):
                 continue
             per_file[path] = per_file.get(path, 0) + 1
             first, last = int(start), int(end)
-            defined = _chunk_definitions(db, path, first, last)
+            if path not in outlines:  # one read of a file's outline, however many of its chunks match
+                outlines[path] = _file_definitions(db, path)
+            defined = tuple(d for d in outlines[path] if first <= d.line <= last)
             names = tuple(d.name for d in defined)
             # A chunk that defines a name the question asks about is what it asks for (before a test of
             # it, or a line that uses it): BM25 sees only that the word occurs there. A function or a
@@ -327,9 +331,9 @@ class SearchIndex:
         return True
 
 
-def _chunk_definitions(db: sqlite3.Connection, path: str, start: int, end: int) -> tuple[Definition, ...]:
+def _file_definitions(db: sqlite3.Connection, path: str) -> tuple[Definition, ...]:
     row = db.execute("SELECT outline FROM files WHERE path = ?", (path,)).fetchone()
-    return tuple(d for d in _definitions(row[0] if row else None) if start <= d.line <= end)
+    return _definitions(row[0] if row else None)
 
 
 #: What a chunk that defines a name of the question gains over its BM25 score (-rank: about 5 to 20 on
