@@ -271,8 +271,8 @@ def test_the_real_buttons_answer_with_a_bool(
     boxes: list[Any] = []
     real = buttons.approval_buttons
 
-    def recorded(on_answer: Any, subshell: Any) -> Any:
-        boxes.append(real(on_answer, subshell))
+    def recorded(on_answer: Any, subshell: Any, **options: Any) -> Any:
+        boxes.append(real(on_answer, subshell, **options))
         return boxes[-1]
 
     monkeypatch.setattr(buttons, "approval_buttons", recorded)
@@ -298,7 +298,7 @@ def test_an_answer_that_is_not_a_bool_declines_in_the_view(
     """Whatever reaches the view's answer callback, only True approves."""
     callbacks: list[Any] = []
 
-    def capture(on_answer: Any, subshell: Any) -> Any:
+    def capture(on_answer: Any, subshell: Any, **options: Any) -> Any:
         callbacks.append(on_answer)
         return None
 

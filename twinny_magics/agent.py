@@ -22,6 +22,7 @@ from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, Mod
 from .notes import FINAL_ANSWER_PROMPT, NoteEntry, turn_notes
 from .tools import Approve, CommandsMode, EditsMode, Workspace
 from .tools.denied import SecretFiles
+from .tools.kernel import KERNEL_SECONDS, MAIN, CellsMode, Kernel, KernelMode
 from .tools.registry import TOOLS
 
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
@@ -51,7 +52,9 @@ class Agent:
     of the workspace ranked for the question; the parts of files that best match its words), within
     ``head_start_share`` of the window; ``search`` offers the ranked search as a tool. See the README.
     ``secret_files`` replaces the deny list of files the tools never show (gitignore-style patterns; None:
-    the defaults in :mod:`twinny_magics.tools.denied`, ``[]``: none).
+    the defaults in :mod:`twinny_magics.tools.denied`, ``[]``: none). ``shell`` (an IPython shell, which
+    the magic passes) gives the kernel tools: ``cell_history``, ``run_python`` (``kernel``: ask, allow or
+    off; ``kernel_seconds`` its time limit) and ``propose_cell`` (``cells``: review or insert).
     """
 
     def __init__(
@@ -86,6 +89,10 @@ class Agent:
         extra: dict[str, Any] | None = None,
         tool_descriptions: Mapping[str, str] | None = None,
         secret_files: Sequence[str] | None = None,
+        shell: Any = None,
+        kernel: KernelMode = "ask",
+        cells: CellsMode = "review",
+        kernel_seconds: float = KERNEL_SECONDS,
     ) -> None:
         if tool_descriptions and tools is not None:
             raise ValueError(
@@ -101,7 +108,19 @@ class Agent:
             raise ValueError(
                 f"head_start_share {head_start_share:g}: give a share of the window from 0 to 0.5."
             )
+        if kernel not in ("ask", "allow", "off"):
+            raise ValueError(f"kernel must be 'ask', 'allow' or 'off', not {kernel!r}")
+        if cells not in ("review", "insert"):
+            raise ValueError(f"cells must be 'review' or 'insert', not {cells!r}")
+        if not kernel_seconds > 0:
+            raise ValueError(f"kernel_seconds {kernel_seconds!r}: give a time limit above 0 seconds.")
         self.search = search
+        self.shell = shell
+        self.kernel_mode: KernelMode = kernel
+        self.cells: CellsMode = cells
+        self.kernel_seconds = kernel_seconds
+        #: The kernel tools' state (history, proposed cells); None outside a kernel.
+        self.kernel: Kernel | None = Kernel(shell, seconds=kernel_seconds) if shell is not None else None
         self.base_url = base_url
         self.model = model
         self.kind = kind
@@ -112,7 +131,7 @@ class Agent:
         self.requested_window = window
         self.timeout = timeout
         self.approve = approve
-        self.namespace = namespace
+        self.namespace = namespace if namespace is not None or shell is None else shell.user_ns
         self.settings = LoopSettings(
             steps=steps,
             max_calls=max_calls,
@@ -179,6 +198,8 @@ class Agent:
         workspace_map: bool | None = None,
         evidence: bool | None = None,
         head_start_share: float | None = None,
+        kernel: KernelMode | None = None,
+        cells: CellsMode | None = None,
     ) -> None:
         """Change how the next replies run; the session (server, notes, estimate) stays.
 
@@ -208,6 +229,14 @@ class Agent:
             self.edits = edits
         if commands is not None:
             self.commands = commands
+        if kernel is not None:
+            if kernel not in ("ask", "allow", "off"):
+                raise ValueError(f"kernel must be 'ask', 'allow' or 'off', not {kernel!r}")
+            self.kernel_mode = kernel
+        if cells is not None:
+            if cells not in ("review", "insert"):
+                raise ValueError(f"cells must be 'review' or 'insert', not {cells!r}")
+            self.cells = cells
         if not isinstance(approve, _Unset):
             self.approve = approve
         if self._loop is not None:
@@ -218,6 +247,8 @@ class Agent:
             self._tools.edits = self.edits
             self._tools.commands = self.commands
             self._tools.approve = self.approve
+            self._tools.kernel_mode = self.kernel_mode
+            self._tools.cells = self.cells
 
     def reset(self) -> None:
         """Start over: forget the replies and notes (the server, tools and estimate stay)."""
@@ -258,6 +289,9 @@ class Agent:
                 descriptions=self.tool_descriptions,
                 secret_files=self.secret_files,
                 search=self.search,
+                kernel=self.kernel,
+                kernel_mode=self.kernel_mode,
+                cells=self.cells,
             )
         self._loop = Loop(
             self._server,
@@ -333,8 +367,8 @@ class Agent:
         thread = threading.Thread(target=work, name="twinny-reply", daemon=True)
         thread.start()
         try:
-            while not done.wait(0.05):
-                pass
+            # Waiting, the main thread runs what the reply asks to run there (run_python's code).
+            MAIN.serve(done)
         except KeyboardInterrupt:
             if not done.is_set():
                 with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the reply is over

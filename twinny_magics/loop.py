@@ -956,6 +956,8 @@ class _Run:
                 # An edit waiting for review settles the reply: the next request is the last.
                 self.reply.pending.append(outcome.pending)
                 self.settled = True
+            if getattr(outcome, "settles", False):  # a kernel run past its time limit
+                self.settled = True
         if dropped and native:
             note = f"Not run: at most {limit} calls run per message. Call it again if you still need it."
             added.extend(tool_result(ToolResult(call, note, step, is_error=True)) for call in dropped)

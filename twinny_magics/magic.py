@@ -35,7 +35,17 @@ if TYPE_CHECKING:
 #: The options that make a different session when they change.
 SESSION_OPTIONS = ("server", "model", "kind", "workspace", "window", "api_key", "timeout")
 #: The options that apply to one cell of the same session.
-TURN_OPTIONS = ("mode", "steps", "edits", "commands", "grammar", "temperature", "head_start")
+TURN_OPTIONS = (
+    "mode",
+    "steps",
+    "edits",
+    "commands",
+    "grammar",
+    "temperature",
+    "head_start",
+    "kernel",
+    "cells",
+)
 #: ``--head-start``: which parts of the head start a reply gets (the workspace map, the evidence).
 HEAD_START_PARTS = {
     "on": (True, True),
@@ -77,6 +87,20 @@ class TwinnyMagics(Magics):
         config=True
     )
     commands = Enum(["ask", "allow", "off"], "ask", help="Whether run_command asks first.").tag(config=True)
+    kernel = Enum(
+        ["ask", "allow", "off"],
+        "ask",
+        help="run_python (code run in this kernel): ask first (Run / Don't run), allow without asking, or "
+        "off (not offered).",
+    ).tag(config=True)
+    cells = Enum(
+        ["review", "insert"],
+        "review",
+        help="propose_cell: review (Insert / Discard) or insert (put in below the question without asking).",
+    ).tag(config=True)
+    kernel_seconds = Float(60.0, help="The time limit of code run_python runs in the kernel.").tag(
+        config=True
+    )
     grammar = Enum(
         ["auto", "off", "lazy", "answer-or-call", "call-first"],
         "auto",
@@ -141,6 +165,12 @@ class TwinnyMagics(Magics):
     @argument("--steps", type=int, metavar="N", help="at most N requests in this reply (default 12)")
     @argument("--edits", choices=["review", "apply"], help="review: edits wait for Apply/Discard")
     @argument("--commands", choices=["ask", "allow", "off"], help="whether run_command asks first")
+    @argument(
+        "--kernel",
+        choices=["ask", "allow", "off"],
+        help="run_python, code run in this kernel: ask first, allow, or off",
+    )
+    @argument("--cells", choices=["review", "insert"], help="propose_cell: review (Insert/Discard) or insert")
     @argument(
         "--grammar",
         choices=["auto", "off", "lazy", "answer-or-call", "call-first"],
@@ -239,6 +269,10 @@ class TwinnyMagics(Magics):
             approvals=approve is not None and approve == self._approve,
         )
         self._view = view
+        kernel = getattr(session, "kernel", None)
+        if kernel is not None:
+            # A cell proposed in this reply can be inserted only where a live notebook takes the payload.
+            kernel.can_insert = self._someone_watches()
         view.start()
         from twinny_magics.errors import TwinnyError  # noqa: PLC0415 - the first cell pays for imports
 
@@ -252,7 +286,18 @@ class TwinnyMagics(Magics):
         finally:
             view.close()
             self._view = None
+            self._insert_cells(kernel)
             self._panels = [p for p in self._panels if p.item.status == "pending"] + view.edit_panels
+
+    def _insert_cells(self, kernel: Any) -> None:
+        """The cells chosen in this reply, put below the question as one new cell (not run).
+
+        IPython's next-input payload, which ``%load`` uses: the frontend puts the text in a new cell below
+        the one that ran, unexecuted. A cell takes one such payload, so the cells go in together.
+        """
+        code = kernel.to_insert() if kernel is not None else None
+        if code and self.shell is not None:
+            self.shell.set_next_input(code, replace=False)
 
     def _line(self, line: str) -> Any:
         words = shlex.split(line)
@@ -335,6 +380,10 @@ class TwinnyMagics(Magics):
             temperature=options["temperature"],
             approve=self._approver() if self._manage_approvals else None,
             namespace=self.shell.user_ns if self.shell is not None else None,
+            shell=self.shell,
+            kernel=options["kernel"],
+            cells=options["cells"],
+            kernel_seconds=self.kernel_seconds,
         )
         return session
 
@@ -358,11 +407,11 @@ class TwinnyMagics(Magics):
         kernel = getattr(self.shell, "kernel", None)
         return self._style() == "rich" and kernel is not None and bool(getattr(kernel, "_allow_stdin", False))
 
-    async def _approve(self, command: str) -> bool:
+    async def _approve(self, command: str, tool: str = "run_command") -> bool:
         view = self._view
         if view is None:
             return False
-        return await view.approve(command)
+        return await view.approve(command, tool)
 
     def _tune(self, session: Agent, options: dict[str, Any]) -> None:
         """Apply one cell's turn options (mode, steps, edits, commands, grammar, temperature, head start)."""
@@ -375,6 +424,9 @@ class TwinnyMagics(Magics):
             # Unset is a setting of its own (the server's default), so it is always passed.
             temperature=options.get("temperature"),
         )
+        if options.get("kernel") is not None or options.get("cells") is not None:
+            # Only when set: an adopted session may be any object with the Agent's face.
+            session.configure(kernel=options.get("kernel"), cells=options.get("cells"))
         parts = HEAD_START_PARTS.get(str(options.get("head_start")))
         if parts is not None:
             session.configure(workspace_map=parts[0], evidence=parts[1])
@@ -488,14 +540,19 @@ class TwinnyMagics(Magics):
             "commands": session.commands,
             "grammar": session.settings.grammar,
             "temperature": session.settings.temperature,
+            "kernel": getattr(session, "kernel_mode", None),
+            "cells": getattr(session, "cells", None),
         }
         print(f"%%agent cells now use {rest[0]}: {session!r}")
 
 
 def load_ipython_extension(ip: InteractiveShell) -> None:
     """``%load_ext twinny_magics``: register ``%agent``/``%%agent`` and the rich reprs."""
+    from twinny_magics.cell_log import CellLog  # noqa: PLC0415 - light: the cells and the shell only
+
     ip.register_magics(TwinnyMagics(shell=ip))
     reprs.register(ip)
+    CellLog.of(ip)  # from now on, what each cell ran, printed, showed and raised (cell_history)
 
 
 def unload_ipython_extension(ip: InteractiveShell) -> None:
@@ -504,3 +561,6 @@ def unload_ipython_extension(ip: InteractiveShell) -> None:
         ip.magics_manager.magics[kind].pop("agent", None)
     ip.configurables[:] = [c for c in ip.configurables if not isinstance(c, TwinnyMagics)]
     reprs.unregister(ip)
+    log = getattr(ip, "_twinny_cell_log", None)
+    if log is not None:
+        log.uninstall()

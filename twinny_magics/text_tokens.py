@@ -65,6 +65,8 @@ SMOLLM2_WEIGHTS: Mapping[str, float] = {
     "non_ascii_repeats": 1.498,
 }
 
+FAMILY_WEIGHTS: Mapping[str, Mapping[str, float]] = {"smollm2": SMOLLM2_WEIGHTS}
+
 #: Tokens of pseudo-evidence at factor 1: one odd tool result cannot swing the factor on its own.
 PRIOR_TOKENS = 2000.0
 #: The factor stays within these: a vocabulary a third the size, or three times it, and no further.

@@ -61,16 +61,21 @@ def route_to_subshell(widget: Any, subshell: str) -> None:
         comm._reply_subshell_for = lambda data, default: subshell
 
 
-def approval_buttons(on_answer: Callable[[bool], None], subshell: str | None) -> Any:
-    """Run / Don't run buttons; ``on_answer`` gets the choice once (on the subshell's thread)."""
+def approval_buttons(on_answer: Callable[[bool], None], subshell: str | None, *, cell: bool = False) -> Any:
+    """Run / Don't run buttons (Insert / Discard for a proposed cell); ``on_answer`` gets the choice
+    once (on the subshell's thread)."""
     import ipywidgets as widgets  # noqa: PLC0415
 
     # Made disabled, and enabled once routed: a click sent before the route is set would go to the main
     # shell, which is busy with this very cell.
-    run = widgets.Button(description="Run", button_style="warning", icon="play", disabled=True)
-    skip = widgets.Button(description="Don't run", icon="ban", disabled=True)
+    yes, no = ("Insert", "Discard") if cell else ("Run", "Don't run")
+    run = widgets.Button(
+        description=yes, button_style="success" if cell else "warning", icon="plus" if cell else "play"
+    )
+    skip = widgets.Button(description=no, icon="times" if cell else "ban")
+    run.disabled = skip.disabled = True
     box = _Buttons(
-        [run, skip], fallback="Run / Don't run buttons (only live while the cell runs in a live notebook)"
+        [run, skip], fallback=f"{yes} / {no} buttons (only live while the cell runs in a live notebook)"
     )
 
     def answer(approved: bool) -> None:

@@ -20,6 +20,8 @@ NOTICE_COLOURS = {"warning": "#b8860b", "fallback": "#2a7ab8", "error": "#c62828
 NOTICE_MARKS = {"warning": "⚠", "fallback": "↺", "error": "✖"}
 ARGUMENT_CHARS = 40
 TITLE_CHARS = 110
+#: Tools whose ``code`` argument is shown whole in their item (the rest show arguments in the title).
+CODE_TOOLS = ("run_python", "propose_cell")
 
 
 class Item:
@@ -234,10 +236,18 @@ class CallItem(Item):
             )
         return notes
 
+    def code(self) -> str | None:
+        """The code of a kernel run or a proposed cell, shown whole above the output (else None)."""
+        code = self.call.arguments.get("code") if self.call.name in CODE_TOOLS else None
+        return code if isinstance(code, str) else None
+
     def text(self) -> str:
         """``[1.0] read_file path='a.py' — 120 chars`` and the output, indented."""
         head = f"[{self.key}] {self.title()} — {', '.join(self.badges())}"
         lines = [head] + [f"    ({note})" for note in self.notes()]
+        code = self.code()
+        if code is not None:
+            lines += [f"    │ {line}" for line in command_lines(code)]
         if self.result is not None:
             lines += [f"    {line}" for line in self.result.output.splitlines()]
         return "\n".join(lines)
@@ -253,6 +263,8 @@ class CallItem(Item):
             else ""
         )
         notes = "".join(f'<div style="color:#b8860b">{esc(note)}</div>' for note in self.notes())
+        code = self.code()
+        notes += exact_code_html(code) if code is not None else ""
         body = (
             f'<pre style="{MONO}white-space:pre-wrap;max-height:24em;overflow:auto;margin:4px 0 4px 1em">'
             f"{esc(result.output)}</pre>"
@@ -330,15 +342,18 @@ class EditItem(Item):
 
 @dataclass
 class ApprovalItem(Item):
-    """A command the model asked to run, shown exactly, and what became of the request.
+    """Code the model asked to run (a command, Python for the kernel) or a cell it proposed, shown
+    exactly, and what became of the request.
 
     Exactly: every line on a line of its own, every control, bidi and invisible character as a marker
     (``⟨U+202E⟩``), long tokens wrapped, and the size stated — so that a newline, a right-to-left
-    override, a zero-width character or a long run of text cannot make the command look like another.
+    override, a zero-width character or a long run of text cannot make the code look like another.
     """
 
     command: str
     state: str = "waiting"
+    #: The tool asking: run_command, run_python or propose_cell.
+    tool: str = "run_command"
 
     STATES = {  # noqa: RUF012 (a class constant, never changed)
         "waiting": "waiting for approval (Run / Don't run)",
@@ -347,14 +362,35 @@ class ApprovalItem(Item):
         "unanswered": "nobody answered; not run",
         "stopped": "stopped",
     }
+    CELL_STATES = {  # noqa: RUF012
+        "waiting": "waiting for the user (Insert / Discard)",
+        "approved": "to be inserted below when the reply ends (not run)",
+        "declined": "discarded",
+        "unanswered": "nobody answered; not inserted",
+        "stopped": "stopped",
+    }
+
+    @property
+    def is_cell(self) -> bool:
+        """Whether this is a proposed cell (Insert / Discard) rather than code to run."""
+        return self.tool == "propose_cell"
 
     def state_text(self) -> str:
         """``waiting for approval (Run / Don't run)``, ``approved``, ..."""
-        return self.STATES.get(self.state, self.state)
+        states = self.CELL_STATES if self.is_cell else self.STATES
+        return states.get(self.state, self.state)
+
+    def what(self) -> str:
+        """``run_command asks to run``, ``run_python asks to run Python in the kernel``, …"""
+        if self.is_cell:
+            return "propose_cell proposes a new cell"
+        if self.tool == "run_python":
+            return "run_python asks to run Python in the kernel"
+        return f"{self.tool} asks to run"
 
     def headline(self) -> str:
         """``run_command asks to run (1 line, 8 characters) — approved``."""
-        return f"run_command asks to run ({command_shape(self.command)}) — {self.state_text()}"
+        return f"{self.what()} ({command_shape(self.command)}) — {self.state_text()}"
 
     def text(self) -> str:
         """The headline, then each line of the command after ``  │ ``, hidden characters as markers."""
@@ -362,22 +398,34 @@ class ApprovalItem(Item):
 
     def html(self) -> str:
         """The headline and the command, a line per line, long tokens wrapped, markers highlighted."""
-        mark = "color:#c62828;background:rgba(198,40,40,0.12);border-radius:2px"
-        rows = []
-        for number, line in enumerate(self.command.split("\n"), 1):
-            shown = "".join(
-                f'<span style="{mark}">{esc(part)}</span>' if is_marker else esc(part)
-                for part, is_marker in visible_parts(line)
-            )
-            rows.append(
-                '<div style="padding-left:3.5em;text-indent:-3.5em">'
-                f'<span style="color:#888;user-select:none">{number:>3} │</span> {shown}</div>'
-            )
+        if self.is_cell:
+            lead = "The model proposes this cell"
+        elif self.tool == "run_python":
+            lead = "The model asks to run this Python in your kernel"
+        else:
+            lead = "The model asks to run this command"
         return (
             f'<div style="{FONT}border-left:4px solid #2a7ab8;padding:2px 8px;margin:4px 0">'
-            f"<div>The model asks to run this command ({esc(command_shape(self.command))}) — "
-            f"<b>{esc(self.state_text())}</b></div>"
-            f'<div style="{MONO}white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-all;'
-            "direction:ltr;unicode-bidi:isolate;margin:4px 0;padding:4px 6px;"
-            f'background:rgba(127,127,127,0.1);border-radius:3px">{"".join(rows)}</div></div>'
+            f"<div>{esc(lead)} ({esc(command_shape(self.command))}) — "
+            f"<b>{esc(self.state_text())}</b></div>{exact_code_html(self.command)}</div>"
         )
+
+
+def exact_code_html(code: str) -> str:
+    """Code a line per line, numbered, every hidden character a highlighted marker, long tokens wrapped."""
+    mark = "color:#c62828;background:rgba(198,40,40,0.12);border-radius:2px"
+    rows = []
+    for number, line in enumerate(code.split("\n"), 1):
+        shown = "".join(
+            f'<span style="{mark}">{esc(part)}</span>' if is_marker else esc(part)
+            for part, is_marker in visible_parts(line)
+        )
+        rows.append(
+            '<div style="padding-left:3.5em;text-indent:-3.5em">'
+            f'<span style="color:#888;user-select:none">{number:>3} │</span> {shown}</div>'
+        )
+    return (
+        f'<div style="{MONO}white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-all;'
+        "direction:ltr;unicode-bidi:isolate;margin:4px 0;padding:4px 6px;"
+        f'background:rgba(127,127,127,0.1);border-radius:3px">{"".join(rows)}</div>'
+    )

@@ -475,11 +475,12 @@ class ReplyView:
 
     # -- approvals -------------------------------------------------------------------------------------
 
-    async def approve(self, command: str) -> bool:
-        """Ask whoever watches the cell to approve ``command``; False when nobody answers in time."""
+    async def approve(self, command: str, tool: str = "run_command") -> bool:
+        """Ask whoever watches the cell to approve ``command`` (code ``tool`` asks to run, or a cell
+        it proposes); False when nobody answers in time."""
         answered = threading.Event()
         choice: list[bool] = []
-        item = ApprovalItem(command)
+        item = ApprovalItem(command, tool=tool)
         with self._lock:
             self._end_text_line()
             self._show(item)
@@ -498,7 +499,7 @@ class ReplyView:
 
         box = None
         if self.rich and self.with_buttons:
-            box = buttons.approval_buttons(on_answer, self.approval_subshell)
+            box = buttons.approval_buttons(on_answer, self.approval_subshell, cell=item.is_cell)
             _display(box)
         deadline = time.monotonic() + APPROVAL_TIMEOUT_SECONDS
         try:
@@ -517,7 +518,10 @@ class ReplyView:
                 choice.append(False)
                 item.state = "unanswered"
                 self._refresh(item)
-            self.status.doing = "running run_command" if choice[0] else "command declined"
+            if item.is_cell:
+                self.status.doing = "cell to insert" if choice[0] else "cell discarded"
+            else:
+                self.status.doing = f"running {tool}" if choice[0] else "declined"
             self._status(force=True)
         return choice[0]
 

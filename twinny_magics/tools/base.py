@@ -46,6 +46,9 @@ class ToolOutput:
     text: str
     is_error: bool = False
     pending: PendingEdit | None = None
+    #: Whether the reply should end after this (the next request is the last): a kernel run that hit
+    #: its time limit.
+    settles: bool = False
 
 
 def cut_line(line: str, limit: int) -> str:

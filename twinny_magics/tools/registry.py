@@ -227,6 +227,42 @@ TOOLS: dict[str, ToolSpec] = {
             (Param("name", "string", "Variable's name, e.g. df", aliases=("variable", "var")),),
             {"name": "df"},
         ),
+        ToolSpec(
+            "cell_history",
+            "Show the cells run in the notebook's kernel, newest last: each cell's code, value, printed "
+            "output and error. Read-only.",
+            (),
+            {},
+        ),
+        ToolSpec(
+            "run_python",
+            "Run Python in the notebook's kernel like a new cell (names it defines stay); answers the "
+            "last line's value, what it printed and any error.",
+            (
+                Param(
+                    "code",
+                    "string",
+                    "Python to run, e.g. df.describe()",
+                    aliases=("source", "python", "cell", "command"),
+                ),
+            ),
+            {"code": "df.describe()"},
+        ),
+        ToolSpec(
+            "propose_cell",
+            "Propose a new code cell for the user's notebook; it is not run. The user inserts it below the "
+            "question or discards it.",
+            (
+                Param(
+                    "code",
+                    "string",
+                    "Code of the new cell, e.g. df = df.dropna()",
+                    aliases=("source", "python", "cell", "content"),
+                ),
+                Param("why", "string", "What it does, in a line, e.g. drop empty rows", False, ("reason",)),
+            ),
+            {"code": "df = df.dropna()", "why": "drop empty rows"},
+        ),
     )
 }
 
@@ -295,6 +331,7 @@ _INSTEAD: dict[str, str] = {
     "find": "Copy the exact text from the file, which this shows",
     "replace": "Write the new text itself; this shows the file",
     "content": "Write the file's own text in content",
+    "code": "Write the Python code itself",
 }
 # What stands for a text in a call to copy: to be filled in, and refused as content if sent as it is.
 _ELIDED = "..."

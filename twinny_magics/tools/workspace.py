@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from twinny_magics import retrieval
+from twinny_magics import cells, retrieval
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
@@ -39,10 +39,11 @@ HEAD_START_SECONDS = 5.0
 
 if TYPE_CHECKING:
     from twinny_magics.search_index import SearchIndex
+    from twinny_magics.tools.kernel import CellsMode, Kernel, KernelMode
 
 EditsMode = Literal["review", "apply"]
 CommandsMode = Literal["ask", "allow", "off"]
-Approve = Callable[[str], Awaitable[bool] | bool]
+Approve = Callable[..., Awaitable[bool] | bool]
 log = logging.getLogger(__name__)
 
 HEADLESS = (
@@ -51,6 +52,24 @@ HEADLESS = (
 )
 DECLINED = "The user declined to run this command. Do not run it again; ask the user or find another way."
 OFF = "run_command is off in this session (commands=off). Ask the user to run the command."
+KERNEL_HEADLESS = (
+    "run_python was not run: code in the kernel needs approval and nobody can approve it here. Propose it "
+    "as a cell with propose_cell, or ask the user to run it."
+)
+KERNEL_DECLINED = (
+    "The user declined to run this code. Do not run it again; propose it as a cell or ask the user."
+)
+KERNEL_OFF = "run_python is off in this session (kernel=off). Propose the code as a cell with propose_cell."
+NO_KERNEL = "There is no notebook kernel here: {name} works when the agent runs in a Jupyter kernel."
+CELL_SHOWN = (
+    "Not inserted: nothing here can insert a cell into the notebook (no live notebook is watching). The "
+    "user sees the code in the reply to copy; say so in your answer."
+)
+CELL_QUEUED = (
+    "The cell will be inserted below the question when this reply ends. It is NOT run: the user runs it "
+    "if they want."
+)
+CELL_DISCARDED = "The user discarded the proposed cell. Do not propose it again unchanged."
 MASKED_FIND = (
     f"find contains {MASK}, which stands for a secret the tools hid from you: {{path}} has the real value "
     "there, so find cannot match it. Change the lines around it without including that text, or ask the "
@@ -78,11 +97,18 @@ class Workspace:
         secret_files: Sequence[str] | None = None,
         descriptions: Mapping[str, str] | None = None,
         search: bool = True,
+        kernel: Kernel | None = None,
+        kernel_mode: KernelMode = "ask",
+        cells: CellsMode = "review",
     ) -> None:
         if edits not in ("review", "apply"):
             raise ValueError(f"edits must be 'review' or 'apply', not {edits!r}")
         if commands not in ("ask", "allow", "off"):
             raise ValueError(f"commands must be 'ask', 'allow' or 'off', not {commands!r}")
+        if kernel_mode not in ("ask", "allow", "off"):
+            raise ValueError(f"kernel must be 'ask', 'allow' or 'off', not {kernel_mode!r}")
+        if cells not in ("review", "insert"):
+            raise ValueError(f"cells must be 'review' or 'insert', not {cells!r}")
         # secret_files: None for the deny list in tools/denied.py, patterns to use instead, [] for none.
         self._conf = Confinement(root, secret_files=secret_files)
         self._given_root = os.path.abspath(root)
@@ -90,7 +116,11 @@ class Workspace:
         self.edits: EditsMode = edits
         self.commands: CommandsMode = commands
         self.approve = approve
-        self.namespace = namespace
+        #: The notebook kernel's tools (history, run_python, propose_cell); None outside a kernel.
+        self.kernel = kernel
+        self.kernel_mode: KernelMode = kernel_mode
+        self.cells: CellsMode = cells
+        self.namespace = namespace if namespace is not None or kernel is None else kernel.namespace
         self.limits = limits
         # Every edit proposed or made in this session, in order; `pending` is the ones still waiting.
         self.proposals: list[PendingEdit] = []
@@ -139,6 +169,8 @@ class Workspace:
             extra["create_file"] = " The user reviews it before it is written."
         if self.commands == "ask":
             extra["run_command"] = " The user approves each command first."
+        if self.kernel_mode == "ask":
+            extra["run_python"] = " The user approves each run first."
         out = []
         for name, spec in TOOLS.items():
             if (
@@ -148,6 +180,8 @@ class Workspace:
                     name in ("kernel_variables", "inspect_variable") and self.namespace is None
                 )
                 or (name == "search" and not self.search)
+                or (name in ("cell_history", "run_python", "propose_cell") and self.kernel is None)
+                or (name == "run_python" and self.kernel_mode == "off")
             ):
                 continue
             definition = spec.definition(extra.get(name, ""))
@@ -175,6 +209,8 @@ class Workspace:
             return ToolOutput(self._unknown(str(name)), is_error=True)
         if name == "run_command" and self.commands == "off":
             return ToolOutput(OFF, is_error=True)
+        if name == "run_python" and self.kernel_mode == "off":
+            return ToolOutput(KERNEL_OFF, is_error=True)
         try:
             args = bind(spec, call.arguments)
             self._conf.refresh()
@@ -249,6 +285,8 @@ class Workspace:
             return self._settle(_no_mask_written(create_change(conf, args["path"], args["content"])))
         if name == "run_command":
             return await self._command(args["command"])
+        if name in ("cell_history", "run_python", "propose_cell"):
+            return await self._kernel_tool(name, args)
         if name == "inspect_variable":
             # On a worker thread: an object's own repr or _repr_llm_ may take up to its time bound.
             text = await asyncio.to_thread(variables.inspect_variable, self.namespace, args["name"])
@@ -319,33 +357,95 @@ class Workspace:
         if "\x00" in command:
             raise WorkspaceError("The command contains a NUL character.")
         if self.commands == "ask":
-            if self.approve is None:
-                return ToolOutput(HEADLESS, is_error=True)
-            try:
-                answer: object = self.approve(command)
-                if inspect.isawaitable(answer):
-                    answer = await answer
-            except Exception:
-                log.warning("approving a command failed", exc_info=True)
-                return ToolOutput("run_command was not run: asking the user for approval failed.", True)
-            if answer is False:
-                return ToolOutput(DECLINED, is_error=True)
-            if answer is not True:
-                # Only the bool True approves: input()'s "n", "", None, 0 or a stray object must not.
-                try:
-                    shown = f"{cut_line(repr(answer), 40)} ({type(answer).__name__})"
-                except Exception:
-                    shown = f"a {type(answer).__name__}"
-                log.warning("the approve callback answered %s, not True or False; not run", shown)
-                return ToolOutput(
-                    f"run_command was not run: the approval answer was not a yes or no (it was {shown}); "
-                    "only True approves a command. Do not run it again; ask the user.",
-                    is_error=True,
-                )
+            refused = await self._approval(command, "run_command", HEADLESS, DECLINED)
+            if refused is not None:
+                return refused
         text, failed = await commands.run_command(
             command, self.root, timeout=self.limits.command_timeout, tail=self.limits.command_tail
         )
         return ToolOutput(text, is_error=failed)
+
+    async def _approval(self, text: str, tool: str, headless: str, declined: str) -> ToolOutput | None:
+        """Ask the user (None: approved), or the output that says why ``tool`` did not go ahead.
+
+        The callback is asked as ``approve(text, tool=…)`` when it takes a ``tool`` keyword (the
+        notebook's buttons then say what asks), else as ``approve(text)``.
+        """
+        if self.approve is None:
+            return ToolOutput(headless, is_error=True)
+        cell = tool == "propose_cell"
+        done, verb = ("inserted", "propose") if cell else ("run", "run")
+        noun = {"run_command": "a command", "run_python": "code"}.get(tool, "a cell")
+        try:
+            answer: object = (
+                self.approve(text, tool=tool) if _takes_tool(self.approve) else self.approve(text)
+            )
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception:
+            log.warning("asking for approval failed", exc_info=True)
+            return ToolOutput(f"{tool} was not {done}: asking the user for approval failed.", True)
+        if answer is False:
+            return ToolOutput(declined, is_error=True)
+        if answer is not True:
+            # Only the bool True approves: input()'s "n", "", None, 0 or a stray object must not.
+            try:
+                shown = f"{cut_line(repr(answer), 40)} ({type(answer).__name__})"
+            except Exception:
+                shown = f"a {type(answer).__name__}"
+            log.warning("the approve callback answered %s, not True or False; not done", shown)
+            return ToolOutput(
+                f"{tool} was not {done}: the approval answer was not a yes or no (it was {shown}); only "
+                f"True approves {noun}. Do not {verb} it again; ask the user.",
+                is_error=True,
+            )
+        return None
+
+    # -- the notebook kernel ---------------------------------------------------------------------------
+
+    async def _kernel_tool(self, name: str, args: dict[str, Any]) -> ToolOutput:
+        kernel = self.kernel
+        if kernel is None:
+            raise WorkspaceError(NO_KERNEL.format(name=name))
+        if name == "cell_history":
+            return ToolOutput(kernel.history_text())
+        code = args["code"]
+        if not code.strip():
+            raise WorkspaceError(f'{name} needs code, e.g. {{"code": "df.describe()"}}.')
+        if "\x00" in code:
+            raise WorkspaceError("The code contains a NUL character.")
+        if name == "propose_cell":
+            return await self._propose(kernel, code, str(args.get("why") or ""))
+        if self.kernel_mode == "ask":
+            refused = await self._approval(code, "run_python", KERNEL_HEADLESS, KERNEL_DECLINED)
+            if refused is not None:
+                return refused
+        outcome = await kernel.run(code)
+        text = cells.cell_text(outcome.record, source=False)
+        head = "Ran in the kernel" + (" and failed" if outcome.failed else "") + ":"
+        if outcome.timed_out:
+            text += (
+                "\nThe time limit ended this reply: answer with what you know, or propose the code as a cell."
+            )
+        return ToolOutput(f"{head}\n{text}", is_error=outcome.failed, settles=outcome.timed_out)
+
+    async def _propose(self, kernel: Kernel, code: str, why: str) -> ToolOutput:
+        from twinny_magics.tools.kernel import Proposal  # noqa: PLC0415
+
+        proposal = Proposal(code, why)
+        kernel.proposals.append(proposal)
+        if not kernel.can_insert:
+            proposal.status = "shown"
+            return ToolOutput(CELL_SHOWN)
+        if self.cells == "insert":
+            proposal.status = "insert"
+            return ToolOutput(CELL_QUEUED)
+        refused = await self._approval(code, "propose_cell", CELL_SHOWN, CELL_DISCARDED)
+        if refused is not None:
+            proposal.status = "shown" if refused.text == CELL_SHOWN else "discarded"
+            return ToolOutput(refused.text, is_error=refused.text != CELL_SHOWN)
+        proposal.status = "insert"
+        return ToolOutput(CELL_QUEUED)
 
     def _scrub(self, text: str) -> str:
         """Belt and braces: no message of ours may carry the machine's absolute workspace path."""
@@ -353,6 +453,15 @@ class Workspace:
             if len(root) > 1:  # a workspace at "/" would otherwise lose every slash
                 text = text.replace(root, ".")
         return text
+
+
+def _takes_tool(approve: Callable[..., Any]) -> bool:
+    """Whether an approve callback takes a ``tool`` keyword (older ones take the command alone)."""
+    try:
+        parameters = inspect.signature(approve).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "tool" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def _no_mask_written(change: Change) -> Change:
