@@ -6,18 +6,15 @@ The kernel is this virtualenv's Python, named ``python3`` by a kernelspec writte
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager, start_new_kernel
+from live_kernel import Kernel, python3_kernelspec, shown
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -93,20 +90,8 @@ USES_A_SERVER = {"quickstart.ipynb", "context_budget.ipynb", "tool_protocol.ipyn
 @pytest.fixture(scope="module", autouse=True)
 def kernelspec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A ``python3`` kernelspec for this virtualenv's Python, first on ``JUPYTER_PATH``."""
-    root = tmp_path_factory.mktemp("jupyter")
-    spec = root / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    spec.joinpath("kernel.json").write_text(
-        json.dumps({"argv": argv, "display_name": "Python 3 (twinny_magics)", "language": "python"})
-    )
-    before = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(root), before]))
-    yield root
-    if before is None:
-        del os.environ["JUPYTER_PATH"]
-    else:
-        os.environ["JUPYTER_PATH"] = before
+    with python3_kernelspec(tmp_path_factory.mktemp("jupyter")) as root:
+        yield root
 
 
 def outputs_text(cell: Any) -> str:
@@ -154,60 +139,6 @@ def test_the_notebook_runs_headless_and_keeps_its_calls_and_answer(name: str, tm
 
 
 # -- a live kernel, driven the way a frontend drives it ---------------------------------------------------
-
-
-class Kernel:
-    """A kernel and a client; ``run`` executes code and gathers that cell's messages."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.manager: KernelManager
-        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(cwd))
-
-    def run(
-        self,
-        code: str,
-        *,
-        allow_stdin: bool = False,
-        on_message: Callable[[dict[str, Any]], None] | None = None,
-        timeout: float = 60,
-    ) -> list[dict[str, Any]]:
-        msg_id = self.client.execute(code, allow_stdin=allow_stdin)
-        messages = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            message = self.client.get_iopub_msg(timeout=timeout)
-            if on_message is not None:
-                on_message(message)
-            if message["parent_header"].get("msg_id") != msg_id:
-                continue
-            messages.append(message)
-            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-                return messages
-        raise TimeoutError(code)
-
-    def send_comm(
-        self, msg_type: str, content: dict[str, Any], metadata: dict[str, Any] | None = None
-    ) -> None:
-        message = self.client.session.msg(msg_type, content, metadata=metadata or {})
-        self.client.shell_channel.send(message)
-
-    def stop(self) -> None:
-        self.client.stop_channels()
-        self.manager.shutdown_kernel(now=True)
-
-
-def shown(messages: list[dict[str, Any]]) -> str:
-    """The text a frontend would show for these messages, updates included."""
-    parts = []
-    for message in messages:
-        content = message["content"]
-        if message["msg_type"] == "stream":
-            parts.append(content["text"])
-        elif message["msg_type"] in ("display_data", "update_display_data", "execute_result"):
-            parts.append(content["data"].get("text/plain", ""))
-        elif message["msg_type"] == "error":
-            parts.append("\n".join(content["traceback"]))
-    return "\n".join(parts)
 
 
 SESSION = """

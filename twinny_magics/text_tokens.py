@@ -65,7 +65,116 @@ SMOLLM2_WEIGHTS: Mapping[str, float] = {
     "non_ascii_repeats": 1.498,
 }
 
-FAMILY_WEIGHTS: Mapping[str, Mapping[str, float]] = {"smollm2": SMOLLM2_WEIGHTS}
+
+def _weights(*values: float) -> Mapping[str, float]:
+    return dict(zip(FEATURES, values, strict=True))
+
+
+#: The same fit for each tokenizer family people run, on that family's real counts of the same corpus
+#: (``benchmarks/fit_text_weights.py``; the feature order of :data:`FEATURES`). Larger vocabularies
+#: merge more: long words, punctuation runs and camelCase cost less than in SmolLM2's, runs of
+#: whitespace more (they merge into indentation tokens less often than SmolLM2's code-heavy vocabulary
+#: does). Held out, each family's own weights estimate a 12-request conversation's prompt within p95
+#: 3.3-4.4%, where SmolLM2's err 4.9-18% (``benchmarks/results_fit.json``).
+FAMILY_WEIGHTS: Mapping[str, Mapping[str, float]] = {
+    "smollm2": SMOLLM2_WEIGHTS,
+    # Qwen, Qwen1.5, Qwen2, Qwen2.5, Qwen3 (one vocabulary of 151,643 ranks), QwQ.
+    "qwen2": _weights(0.987, 0.783, 1.288, 0.0, 0.0, 0.0, 0.012, 1.201, 0.533, 0.174, 1.180, 0.277, 0.350),
+    # Qwen3.5 and Qwen3.6: 248,044 ranks, and a pattern that keeps combining marks with their letters.
+    "qwen3.5": _weights(0.941, 0.723, 1.055, 0.061, 0.0, 0.0, 0.020, 1.139, 0.628, 0.178, 1.672, 0.351, 0.0),
+    # Llama 3, 3.1, 3.2, 3.3 (128,000 ranks: cl100k's and 28,000 more), SmolLM3.
+    "llama3": _weights(1.029, 0.793, 1.149, 0.0, 0.0, 0.0, 0.015, 0.703, 0.501, 0.200, 1.249, 0.456, 0.0),
+    # OpenAI's cl100k_base, which Phi-4 uses.
+    "cl100k": _weights(1.030, 0.787, 1.189, 0.0, 0.0, 0.0, 0.014, 0.717, 0.501, 0.201, 1.182, 0.568, 0.192),
+    # OpenAI's o200k_base, which Phi-4-mini and gpt-oss use.
+    "o200k": _weights(0.928, 0.804, 1.296, 0.0, 0.0, 0.0, 0.016, 0.702, 0.509, 0.204, 1.265, 0.456, 0.0),
+    # Mistral's Tekken: Mistral NeMo, Small 3.x, Ministral, Devstral, Pixtral, Magistral.
+    "tekken": _weights(0.905, 0.788, 1.605, 0.0, 0.0, 0.0, 0.260, 1.177, 0.610, 0.209, 0.908, 0.0, 2.013),
+    # Mistral's SentencePiece of 32,768 pieces: Mistral 7B v0.3, Mixtral, Codestral 22B.
+    "mistral-spm": _weights(
+        0.749, 1.075, 1.563, 0.006, 0.0, 0.264, 0.073, 1.041, 0.858, 0.171, 1.471, 0.175, 0.972
+    ),
+    # Gemma 3's SentencePiece of 262,144 pieces; Gemma and Gemma 2 (256,000, not measured) are given it too.
+    "gemma3": _weights(0.866, 0.893, 1.083, 0.030, 0.0, 0.139, 0.012, 1.039, 0.970, 0.084, 1.362, 0.212, 0.0),
+}
+
+# The family from a model's name: the first pattern found anywhere in the lowered name wins, so the
+# narrower ones come first (Qwen3.5 before Qwen, SmolLM3 before SmolLM, Phi-4-mini before Phi-4).
+# Names that fit none fall back to SmolLM2's weights, and the learned factor does the rest: Llama 2,
+# Phi-3 and Code Llama (Llama 2's SentencePiece), Llama 4, DeepSeek, Granite... were not measured.
+_NAME_FAMILIES = (
+    (re.compile(r"qwen[-_ ]?3(?:\.|_)?[5-9](?!\d*b\b)"), "qwen3.5"),  # qwen3.5:9b, Qwen3.6; not qwen3-8b
+    (re.compile(r"qwen|qwq"), "qwen2"),
+    (re.compile(r"smollm[-_ ]?3"), "llama3"),
+    (re.compile(r"smollm"), "smollm2"),
+    (re.compile(r"phi[-_ ]?4[-_ ]?mini|gpt[-_ ]?oss"), "o200k"),
+    (re.compile(r"phi[-_ ]?4"), "cl100k"),
+    (re.compile(r"llama[-_ ]?3"), "llama3"),
+    (re.compile(r"gemma"), "gemma3"),
+    (
+        re.compile(
+            r"nemo(?!tron)|ministral|devstral|pixtral|magistral|mistral[-_ ]?small[-_ ]?3|mistral[-_ ]?small.*24b"
+        ),
+        "tekken",
+    ),
+    (re.compile(r"mistral|mixtral|codestral|mathstral"), "mistral-spm"),
+)
+# What a GGUF says of its pre-tokenizer (``tokenizer.ggml.pre``, as llama.cpp names them): exact, so it
+# wins over the name, which a user may have chosen freely.
+_PRE_FAMILIES = {
+    "qwen2": "qwen2",
+    "qwen35": "qwen3.5",
+    "llama-bpe": "llama3",
+    "llama3": "llama3",
+    "smollm": "smollm2",
+    "tekken": "tekken",
+    "gpt-4o": "o200k",
+}
+# An architecture (GGUF ``general.architecture``, Ollama's ``details.family``) names a family only where
+# one vocabulary goes with it: "llama" is Llama 2, Llama 3 and Mistral alike, "phi3" is Phi-3 and Phi-4.
+_ARCHITECTURE_FAMILIES = {
+    "qwen2": "qwen2",
+    "qwen2moe": "qwen2",
+    "qwen3": "qwen2",
+    "qwen3moe": "qwen2",
+    "qwen35": "qwen3.5",
+    "qwen35moe": "qwen3.5",
+    "gemma": "gemma3",
+    "gemma2": "gemma3",
+    "gemma3": "gemma3",
+    "gemma3n": "gemma3",
+    "gpt-oss": "o200k",
+    "smollm3": "llama3",
+}
+
+
+def tokenizer_family(model: str | None, metadata: Mapping[str, object] | None = None) -> str | None:
+    """The key of :data:`FAMILY_WEIGHTS` for a model, or None when neither its metadata nor name tells.
+
+    ``metadata``: what the server says of the model, flat — a GGUF's ``tokenizer.ggml.pre`` and
+    ``general.architecture``, or Ollama's ``/api/show`` ``model_info`` with ``family`` from its
+    ``details``. The pre-tokenizer decides first, then the name, then the architecture.
+    """
+    meta = metadata or {}
+    pre = meta.get("tokenizer.ggml.pre")
+    if isinstance(pre, str) and pre.lower() in _PRE_FAMILIES:
+        return _PRE_FAMILIES[pre.lower()]
+    name = (model or "").lower()
+    for pattern, family in _NAME_FAMILIES:
+        if pattern.search(name):
+            return family
+    for key in ("general.architecture", "family"):
+        architecture = meta.get(key)
+        if isinstance(architecture, str) and architecture.lower() in _ARCHITECTURE_FAMILIES:
+            return _ARCHITECTURE_FAMILIES[architecture.lower()]
+    return None
+
+
+def family_weights(model: str | None, metadata: Mapping[str, object] | None = None) -> Mapping[str, float]:
+    """The weights for a model's tokenizer family; SmolLM2's when the family is not known."""
+    family = tokenizer_family(model, metadata)
+    return FAMILY_WEIGHTS[family] if family is not None else SMOLLM2_WEIGHTS
+
 
 #: Tokens of pseudo-evidence at factor 1: one odd tool result cannot swing the factor on its own.
 PRIOR_TOKENS = 2000.0
