@@ -56,6 +56,7 @@ Path("a.py").write_text("x = 1\\n")
 HOSTILE_NAME = "<img src=x onerror=alert(1)>.md"
 Path(HOSTILE_NAME).write_text("<script>alert(2)</script>")
 HOSTILE_ANSWER = {hostile_answer!r}
+PROPOSED = "doubled = checked * 2\\nprint('doubled', doubled)"
 server = ScriptedServer([
     Scripted("Let me look.", calls=(ToolCall("read_file", {"path": "a.py"}),)),
     Scripted("", calls=(ToolCall("edit_file", {"path": "a.py", "find": "x = 1", "replace": "x = 2"}),)),
@@ -66,8 +67,11 @@ server = ScriptedServer([
     "Short answer.",
     Scripted("Reading it.", calls=(ToolCall("read_file", {"path": HOSTILE_NAME}),)),
     HOSTILE_ANSWER,
+    Scripted("", calls=(ToolCall("run_python", {"code": "checked = 41 + 1\\nchecked"}),)),
+    Scripted("", calls=(ToolCall("propose_cell", {"code": PROPOSED, "why": "double it"}),)),
+    "I checked it and proposed the next step.",
 ])
-demo = Agent(server=server, workspace=Path.cwd())
+demo = Agent(server=server, workspace=Path.cwd(), shell=get_ipython())
 %load_ext twinny_magics
 %agent use demo"""
 #: What a prompt-injected model might answer: each piece would run script or load from the leak server if
@@ -92,6 +96,7 @@ CELLS = [
     # The control: the same kind of image as plain text/markdown output does reach the leak server, so the
     # check above it can fail.
     "from IPython.display import Markdown\nMarkdown('![control]({leak}/control)')",
+    "%%agent\nCheck the value and propose the next cell.",
 ]
 
 
@@ -304,6 +309,28 @@ def test_the_stop_button_stops_a_reply_and_the_next_cell_runs(page: Any) -> None
     wait_for_text(page, 3, "Stopped")
     assert output(page, 3).get_by_text("KeyboardInterrupt").count() == 0
     wait_for_text(page, 4, "Short answer.")
+
+
+def test_a_kernel_run_is_approved_and_a_proposed_cell_inserted_below_not_run(page: Any) -> None:
+    area = output(page, 7)
+    wait_for_text(page, 7, "The model asks to run this Python in your kernel")
+    area.locator("button").filter(has_text="Run").first.click()
+    wait_for_text(page, 7, "The model proposes this cell")
+    area.locator("button").filter(has_text="Insert").first.click()
+    wait_for_text(page, 7, "I checked it and proposed the next step.")
+    # The run's item holds its code and what it gave back.
+    area.locator("details summary").filter(has_text="run_python").click()
+    opened = area.locator("details[open]").first.inner_text()
+    assert "checked = 41 + 1" in opened
+    assert "value: 42" in opened
+    # The new cell is below the question, holds the code, and was not run (no count, no output).
+    inserted = page.locator(".jp-Notebook .jp-Cell").nth(8)
+    inserted.get_by_text("doubled = checked * 2", exact=False).first.wait_for(timeout=WAIT_MS)
+    assert "print('doubled', doubled)" in inserted.locator(".jp-InputArea-editor").inner_text()
+    assert inserted.locator(".jp-InputPrompt").inner_text().strip() in ("[ ]:", "[\u00a0]:", "[ ]")
+    assert inserted.locator(".jp-OutputArea-output").count() == 0
+    assert page.locator(".jp-Notebook .jp-Cell").count() == len(CELLS) + 1
+    page.screenshot(path=str(SHOTS / "kernel.png"), full_page=True)
 
 
 def test_the_apply_button_writes_the_edit_after_the_cell_has_finished(page: Any, lab: Lab) -> None:
