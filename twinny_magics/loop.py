@@ -64,6 +64,7 @@ from .redact import mask_value
 from .retrieval import HEAD_START_LEAD, HEAD_START_TOOL, query_terms
 from .servers import base as wire
 from .servers.kinds import Kind, small_window_warning
+from .text_tokens import TextTokens, family_weights
 
 #: ``auto``: native where the server takes tools, until the model's first replies show it calls them as
 #: text (see ``modes``); ``native``/``text``: always that.
@@ -182,7 +183,8 @@ class Loop:
         self.server = server
         self.tools = tools
         self.estimator = estimator or TokenEstimator()
-        self.counter = PromptCounter(self.estimator)
+        # Without /tokenize the estimate weighs text as the model's tokenizer family does (by its name).
+        self.counter = PromptCounter(self.estimator, TextTokens(family_weights(server.model)))
         #: Whether the server counts tokens exactly (llama.cpp's /tokenize); None until asked.
         self.tokenize_works: bool | None = None
         #: Set when the server refused a grammar: none is sent again in this session.

@@ -12,7 +12,10 @@ p95 error 3.5% on conversations whose texts the fit never saw, against 24% for t
 same weights overestimate by about 10%; :class:`TextTokens` learns a factor from the server's counts
 that takes most of that back.
 
-``benchmarks/fit_text_weights.py`` fits :data:`SMOLLM2_WEIGHTS` again and checks them.
+Where the model's tokenizer family is known (:func:`tokenizer_family`, from its name or the server's
+metadata), its own weights (:data:`FAMILY_WEIGHTS`) take the place of SmolLM2's, so the factor has
+little left to learn. ``benchmarks/fit_text_weights.py`` fits every set on the family's real counts and
+checks them.
 """
 
 from __future__ import annotations
@@ -113,7 +116,8 @@ _NAME_FAMILIES = (
     (re.compile(r"gemma"), "gemma3"),
     (
         re.compile(
-            r"nemo(?!tron)|ministral|devstral|pixtral|magistral|mistral[-_ ]?small[-_ ]?3|mistral[-_ ]?small.*24b"
+            r"nemo(?!tron)|ministral|devstral|pixtral|magistral|voxtral"
+            r"|mistral[-_ ]?small[-_ ]?3|mistral[-_ ]?small.*24b"
         ),
         "tekken",
     ),
