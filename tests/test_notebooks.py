@@ -82,9 +82,31 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
             "Request 2 · text · last, no tools",
         ],
     },
+    # The kernel tools on a scripted model (what ran, a run, a proposed cell shown as code headless), then
+    # the embedded SmolLM2 asked the same with kernel=ask: nothing it asks to run runs headless.
+    "kernel_agent.ipynb": {
+        "agent": [
+            "cell_history",
+            "error: KeyError",
+            'in by_region: return frame.groupby("region")["totl"].sum()',
+            "run_python",
+            "['region', 'month', 'total']",
+            "propose_cell",
+            "Not inserted",
+            "pandas raises",
+            "Request 1",
+        ],
+        "after": ["── cell_history:", "── run_python:", "('shown', 'use the real column, total')"],
+    },
 }
 #: Notebooks that start the embedded llama.cpp server (a real model).
-USES_A_SERVER = {"quickstart.ipynb", "context_budget.ipynb", "tool_protocol.ipynb", "prompt_tuning.ipynb"}
+USES_A_SERVER = {
+    "quickstart.ipynb",
+    "context_budget.ipynb",
+    "tool_protocol.ipynb",
+    "prompt_tuning.ipynb",
+    "kernel_agent.ipynb",
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -119,7 +141,14 @@ def test_the_notebook_runs_headless_and_keeps_its_calls_and_answer(name: str, tm
     NotebookClient(
         nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}
     ).execute()
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    # A cell tagged raises-exception fails on purpose (nbclient goes on past it); no other may.
+    errors = [
+        o
+        for c in nb.cells
+        if "raises-exception" not in c.get("metadata", {}).get("tags", [])
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
     assert errors == []
     agent_cells = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(AGENT_CELL)]
     assert agent_cells
