@@ -27,6 +27,7 @@ import ast
 import asyncio
 import concurrent.futures
 import contextlib
+import difflib
 import linecache
 import logging
 import queue
@@ -244,7 +245,7 @@ def run_code(shell: Any, code: str, seconds: float, number: int) -> RunOutcome:
                 record.error = cells.error_text(exc, log_.where)
             outcome.failed = True
         except BaseException as exc:  # SystemExit too: the kernel goes on
-            record.error = cells.error_text(exc, log_.where)
+            record.error = cells.error_text(exc, log_.where) + _close_names(exc, namespace)
             if isinstance(exc, SystemExit):
                 record.error += "\n  (sys.exit was caught: the kernel goes on)"
             outcome.failed = True
@@ -258,6 +259,16 @@ def run_code(shell: Any, code: str, seconds: float, number: int) -> RunOutcome:
     if record.stopped == "the user pressed the stop button":
         raise Stopped(cells.cell_text(record))
     return outcome
+
+
+def _close_names(exc: BaseException, namespace: Any) -> str:
+    """For a NameError, the kernel's names most like the missing one (a line), else ''."""
+    name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+    if not isinstance(name, str):
+        return ""
+    known = [n for n in list(namespace) if isinstance(n, str) and not n.startswith("_")]
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    return f"\n  Names like it in the kernel: {', '.join(close)}" if close else ""
 
 
 def _flush_figures() -> None:
