@@ -102,7 +102,8 @@ def test_a_value_whose_repr_hangs_or_raises_is_reported_and_the_run_returns(
     tmp_path: Path, shell: InteractiveShell
 ) -> None:
     ws = workspace(tmp_path, shell, kernel_mode="allow")
-    code = "import time\nclass Slow:\n    def __repr__(self):\n        time.sleep(30)\n        return ''\n\nSlow()"
+    code = "import time\nclass Slow:\n    def __repr__(self):\n        time.sleep(30)\n        return ''\n"
+    code += "Slow()"
     out = call(ws, "run_python", code=code)
     assert "repr took too long" in out.text
     code = "class Bad:\n    def __repr__(self):\n        raise ValueError('no repr')\nBad()"
