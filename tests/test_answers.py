@@ -159,3 +159,60 @@ def test_a_problem_messages_example_call_is_aimed_at_the_questions_word() -> Non
     # No word worth a search (small talk), or no canonical example: unchanged.
     assert about_the_question(problem, "thanks!") == problem
     assert about_the_question("Arguments must be JSON.", "Where is countby?") == "Arguments must be JSON."
+
+
+# -- asked for a change, make it -------------------------------------------------------------------------
+
+EDIT_JSON = (
+    '{"name": "edit_file", "arguments": {"path": "app.py", "find": "PORT = 8080", "replace": "PORT = 9090"}}'
+)
+EDIT_CALL = f"```tool\n{EDIT_JSON}\n```"
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("In app.py, change the port to 9090.", True),
+        ('In setup.py, raise python_requires to ">=3.9".', True),
+        ("The docstring names `binops`. Fix that line of the docstring.", True),
+        ("Can you rename serve to start?", True),
+        ("Please add a test for PORT.", True),
+        ("How do I change the port?", False),
+        ("Which port does the app use?", False),
+        ("Why does the last cell fail? Propose the fix.", False),
+        ("What would changing the port break?", False),
+    ],
+)
+def test_a_request_for_a_change_is_told_from_a_question(question: str, asks: bool) -> None:
+    from twinny_magics.notes import asks_for_a_change
+
+    assert asks_for_a_change(question) is asks
+
+
+def test_a_change_described_instead_of_made_is_sent_back_once_to_make_it(workspace: Path) -> None:
+    server = ScriptedServer(["Open app.py and set PORT = 9090.", EDIT_CALL, "Done: PORT is 9090."])
+    agent = Agent(server=server, workspace=workspace, mode="text", edits="apply")
+    reply = agent.run("In app.py, change the port to 9090.")
+    assert reply.text == "Done: PORT is 9090."
+    assert reply.steps[0].problems == ["answered a request for a change without making it: nudged to edit"]
+    nudge = server.requests[1].messages[-1]["content"]
+    assert "describing the change does not make it" in nudge
+    assert '"name": "edit_file"' in nudge
+    assert (workspace / "app.py").read_text().startswith("PORT = 9090")
+
+
+def test_the_edit_nudge_is_given_once_and_not_after_an_edit(workspace: Path) -> None:
+    server = ScriptedServer(["I changed it.", "I really did."])
+    agent = Agent(server=server, workspace=workspace, mode="native")
+    assert agent.run("In app.py, change the port to 9090.").text == "I really did."
+    assert len(server.requests) == 2
+    # An edit proposed in the reply: its answer stands.
+    server = ScriptedServer([EDIT_CALL, "Proposed: PORT = 9090."])
+    agent = Agent(server=server, workspace=workspace, mode="text")
+    assert agent.run("In app.py, change the port to 9090.").text == "Proposed: PORT = 9090."
+    # A question, or the option off: no nudge.
+    server = ScriptedServer(["8080."])
+    assert Agent(server=server, workspace=workspace).run("Which port does the app use?").text == "8080."
+    server = ScriptedServer(["Set PORT = 9090."])
+    agent = Agent(server=server, workspace=workspace, edit_first=False)
+    assert agent.run("In app.py, change the port to 9090.").text == "Set PORT = 9090."

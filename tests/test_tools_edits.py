@@ -242,3 +242,44 @@ async def test_a_binary_file_is_not_edited(tmp_path: Path) -> None:
     out = await call(Workspace(tmp_path), "edit_file", path="data.bin", find="abc", replace="xyz")
     assert out.is_error
     assert "binary file" in out.text
+
+
+# -- what small models write instead of the file's text --------------------------------------------------
+
+
+async def test_find_in_the_other_quote_style_or_spacing_matches_once_and_keeps_the_files_quotes(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "setup.py").write_text('setup(\n    python_requires=">=3.8",\n    chunksize=128,\n)\n')
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(
+        ws, "edit_file", path="setup.py", find="python_requires='>=3.8'", replace="python_requires='>=3.9'"
+    )
+    assert not out.is_error
+    assert "ignoring quote style" in out.text
+    out = await call(ws, "edit_file", path="setup.py", find="chunksize = 128", replace="chunksize = 256")
+    assert not out.is_error
+    assert (
+        tmp_path / "setup.py"
+    ).read_text() == 'setup(\n    python_requires=">=3.9",\n    chunksize = 256,\n)\n'
+
+
+async def test_a_loose_find_that_matches_twice_or_joins_two_words_is_not_applied(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x=1\ny = 2\nx =1\ndeffold = 2\n")
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(ws, "edit_file", path="a.py", find="x = 1", replace="x = 2")
+    assert out.is_error
+    assert "not found" in out.text
+    assert (await call(ws, "edit_file", path="a.py", find="def fold", replace="def f")).is_error
+    assert (tmp_path / "a.py").read_text() == "x=1\ny = 2\nx =1\ndeffold = 2\n"
+
+
+async def test_an_edit_repeated_after_it_worked_is_told_the_change_is_made(tmp_path: Path) -> None:
+    (tmp_path / "p.py").write_text("def fold(binop, seq, chunksize=128):\n    pass\n")
+    ws = Workspace(tmp_path, edits="apply")
+    edit = {"path": "p.py", "find": "chunksize=128):", "replace": "chunksize=256):"}
+    assert not (await call(ws, "edit_file", **edit)).is_error
+    again = await call(ws, "edit_file", **edit)
+    assert again.is_error
+    assert "but replace is (line 1): this change looks made already" in again.text
+    assert (tmp_path / "p.py").read_text() == "def fold(binop, seq, chunksize=256):\n    pass\n"

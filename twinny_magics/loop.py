@@ -52,6 +52,8 @@ from .grammar import call_opener, may_open_call, tool_call_grammar, tool_call_re
 from .modes import LEARNED_MODES, ModeChoice, ModeLearner, ModeMemory, describe
 from .notes import (
     FINAL_ANSWER_PROMPT,
+    asks_for_a_change,
+    edit_first_prompt,
     look_first_prompt,
     looks_like_a_call,
     needs_the_workspace,
@@ -156,6 +158,8 @@ class LoopSettings:
     #: nudge to look first (small models answer from a number in a tool description, or from nothing).
     #: Off until the task benchmark shows it helps (benchmarks/bench_tasks.py).
     look_first: bool = False
+    #: A reply to a request for a change that answers without any edit goes back once to make it.
+    edit_first: bool = True
     #: ``mode="auto"``: steps of workspace questions answered with no call at all under native tools
     #: before the tools are tried as text (0: never on that ground).
     auto_text_after: int = 2
@@ -427,6 +431,9 @@ class _Run:
     unusable: int = 0
     stuck: bool = False
     nudged: bool = False
+    edit_nudged: bool = False
+    #: Whether an edit was made or proposed in this reply (edit_file / create_file without an error).
+    edited: bool = False
     #: Whether the last reply's calls (or broken calls) came as native tool calls, not as text.
     native_reply: bool = False
 
@@ -524,6 +531,10 @@ class _Run:
                     messages = [*messages, assistant(text), user(nudge)]
                     record.problems = ["answered without looking: nudged to call a tool first"]
                     continue
+                if self._nudge_to_edit(question):
+                    messages = [*messages, assistant(text), user(edit_first_prompt(loop.mode))]
+                    record.problems = ["answered a request for a change without making it: nudged to edit"]
+                    continue
                 reply.text = text.strip()
                 reply.stopped = "answer"
                 break
@@ -594,6 +605,18 @@ class _Run:
         if not needs_the_workspace(question):
             return False
         self.nudged = True
+        return True
+
+    def _nudge_to_edit(self, question: str) -> bool:
+        """Whether an answer to a request for a change, with no edit made or proposed in this reply,
+        goes back once to make it (small models describe the change instead of calling edit_file)."""
+        loop = self.loop
+        if not loop.settings.edit_first or self.edit_nudged or self.edited:
+            return False
+        offered = {d.get("function", {}).get("name") for d in loop.tools.definitions()}
+        if "edit_file" not in offered or not asks_for_a_change(question):
+            return False
+        self.edit_nudged = True
         return True
 
     async def _plan(self) -> ContextPlan:
@@ -953,6 +976,8 @@ class _Run:
             record.results.append(result)
             added.append(tool_result(result))
             self._remember(call, key, result)
+            if call.name in ("edit_file", "create_file") and not outcome.is_error:
+                self.edited = True
             self.emit(CallFinished(step, key, result, outcome.pending))
             if outcome.pending is not None:
                 # An edit waiting for review settles the reply: the next request is the last.

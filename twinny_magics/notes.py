@@ -196,6 +196,42 @@ def search_word(question: str) -> str | None:
     return best
 
 
+# A sentence that asks for a change: an imperative edit verb first, after "please", "can you" or an
+# "In path," that names the file.
+_CHANGE_VERBS = (
+    "change|set|rename|replace|add|remove|delete|fix|update|edit|insert|increase|decrease|raise|lower|"
+    "correct|modify|bump|append|prepend|move|comment|uncomment|make|write|create|refactor|swap|turn"
+)
+_ASKS_CHANGE = re.compile(
+    rf"^(?:please[, ]+)?(?:(?:can|could|would|will) you (?:please )?)?(?:in [^,]{{1,120}},\s*)?"
+    rf"(?:please )?(?:{_CHANGE_VERBS})\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_a_change(question: str) -> bool:
+    """Whether a question asks the agent to change the files ("In setup.py, raise python_requires…",
+    "Fix that line", "Can you rename…") rather than to answer about them."""
+    sentences = re.split(r"(?<=[.!?])\s+|\n+", question.strip())
+    return any(_ASKS_CHANGE.match(sentence.strip().lstrip("*-# ")) for sentence in sentences)
+
+
+def edit_first_prompt(mode: str) -> str:
+    """The nudge sent back once when a reply to a request for a change answered without making it."""
+    text = (
+        "The user asked you to change the files, and nothing has been changed yet: describing the change "
+        "does not make it. Make it now with edit_file (find: the exact text now in the file, copied from "
+        "read_file without the line numbers; replace: the new text), then answer in a sentence."
+    )
+    if mode != "text":
+        return text
+    call = json.dumps(
+        {"name": "edit_file", "arguments": {"path": "...", "find": "...", "replace": "..."}},
+        ensure_ascii=False,
+    )
+    return f"{text} The call:\n```tool\n{call}\n```"
+
+
 def look_first_prompt(mode: str, question: str = "") -> str:
     """The nudge sent back when a first reply answered a workspace question without calling a tool."""
     text = (

@@ -309,11 +309,17 @@ def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, rep
         )
     else:
         spans = _loose_spans(content, find)
-        if len(spans) != 1:
-            raise WorkspaceError(_not_found(target.rel, content, find, spans))
-        start, end = spans[0]
-        new = content[:start] + _reindent(replace, find, content, start) + content[end:]
-        note = " (find matched only when ignoring differences in whitespace and indentation)"
+        if len(spans) == 1:
+            start, end = spans[0]
+            new = content[:start] + _reindent(replace, find, content, start) + content[end:]
+            note = " (find matched only when ignoring differences in whitespace and indentation)"
+        elif spans or len(looser := _looser_spans(content, find)) != 1:
+            raise WorkspaceError(_not_found(target.rel, content, find, spans, replace))
+        else:
+            # Small models write 'x' for "x" and x = 1 for x=1: one match that differs only so is it.
+            start, end = looser[0]
+            new = content[:start] + _same_quotes(replace, find, content[start:end]) + content[end:]
+            note = " (find matched only when ignoring quote style and spaces around punctuation)"
     return Change(target, old, new.encode("utf-8"), unified_diff(target.rel, content, new), note)
 
 
@@ -357,6 +363,35 @@ def _loose_spans(content: str, find: str) -> list[tuple[int, int]]:
     return [m.span() for m in loose.finditer(content)]
 
 
+def _looser_spans(content: str, find: str) -> list[tuple[int, int]]:
+    """Where ``find`` occurs when ' and " are one and spaces may come and go around punctuation
+    (``chunksize = 128`` finds ``chunksize=128``); two words stay apart by some whitespace."""
+    pieces = re.findall(r"\s+|\w+|.", find.strip(), flags=re.DOTALL)
+    pattern = []
+    for n, piece in enumerate(pieces):
+        if piece.isspace():
+            before, after = pieces[n - 1], pieces[n + 1]  # strip(): a space is never first or last
+            words = (before[-1].isalnum() or before[-1] == "_") and (after[0].isalnum() or after[0] == "_")
+            pattern.append(r"\s+" if words else r"\s*")
+        elif piece in ("'", '"'):
+            pattern.append(r"['\"]")
+        elif piece[0].isalnum() or piece[0] == "_":
+            pattern.append(re.escape(piece))
+        else:
+            pattern.append(r"[ \t]*" + re.escape(piece) + r"[ \t]*")
+    if not pattern:
+        return []
+    return [m.span() for m in re.finditer("".join(pattern), content)][:10]
+
+
+def _same_quotes(replace: str, find: str, matched: str) -> str:
+    """``replace`` with its quotes turned to the file's where find's quotes were of the other kind."""
+    for mine, theirs in (("'", '"'), ('"', "'")):
+        if mine in find and theirs not in find and theirs in matched and mine not in matched:
+            return replace.replace(mine, theirs)
+    return replace
+
+
 def _reindent(replace: str, find: str, content: str, start: int) -> str:
     """``replace`` shifted from ``find``'s indentation to the file's, for a whitespace-loose match.
 
@@ -390,8 +425,16 @@ def _show_lines(content: str, numbers: list[int]) -> str:
     return "\n".join(f"  {n}: {cut_line(lines[n - 1].strip(), 120)}" for n in numbers[:8])
 
 
-def _not_found(rel: str, content: str, find: str, spans: list[tuple[int, int]]) -> str:
-    """Why ``find`` did not match once, with the lines that come closest."""
+def _not_found(rel: str, content: str, find: str, spans: list[tuple[int, int]], replace: str = "") -> str:
+    """Why ``find`` did not match once, with the lines that come closest (or, when ``replace`` is
+    there already, that the change seems made: small models repeat an edit that has just worked)."""
+    if not spans and _made_already(content, find, replace):
+        where = content.find(replace.strip())
+        at = f" (line {content.count(chr(10), 0, where) + 1})" if where >= 0 else ""
+        return (
+            f"find is not in {rel}, but replace is{at}: this change looks made already, by an earlier edit. "
+            "Do not make it again. If that was all the user asked, answer now."
+        )
     if spans:
         lines = _line_numbers(content, [start for start, _ in spans])
         return (
@@ -414,6 +457,15 @@ def _not_found(rel: str, content: str, find: str, spans: list[tuple[int, int]]) 
     else:
         message += f" Read the file again (read_file {rel}) and copy the text exactly."
     return message
+
+
+def _made_already(content: str, find: str, replace: str) -> bool:
+    """Whether a replace of some substance (not a word that could be anywhere, not part of find, no
+    line numbers copied into find) is in the file as it stands."""
+    text = replace.strip()
+    if len(text) < 6 or text in find or any(_NUMBERED.match(line) for line in find.splitlines()):
+        return False
+    return text in content or len(_looser_spans(content, text)) == 1
 
 
 def unified_diff(rel: str, old: str | None, new: str) -> str:
