@@ -1,5 +1,6 @@
-"""The project's benchmark: context fit on the real llama.cpp server, overhead, load time (issue 6), and
-whether the agent answers (the task benchmark, issue 12).
+"""The project's benchmark: context fit on the real llama.cpp server, overhead, load time (issue 6), what
+a kernel result costs the model (``bench_kernel.py``), and whether the agent answers (the task
+benchmark, issue 12).
 
     .venv/bin/python benchmarks/run.py --quick    # windows 2,048/4,096/8,192, four trajectories; 9 tasks
     .venv/bin/python benchmarks/run.py            # adds 32,768 and more trajectories; all 37 tasks
@@ -46,6 +47,9 @@ from bench_context import (
     summarise_errors,
     summarise_runs,
 )
+from bench_kernel import bench_kernel, compact
+from bench_kernel import tables as kernel_tables
+from bench_kernel import write as write_kernel
 from bench_load import bench_load, load_table
 from bench_overhead import bench_loop_overhead, bench_streaming_cost
 from bench_tasks import compact_summary
@@ -284,6 +288,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     load = bench_load(repeat=3 if args.quick else 7, jai_venv=args.jai_venv)
     print(flush=True)
     print(load_table(load), flush=True)
+    # What a kernel result costs the model (bench_kernel.py; its own results_kernel.json as well).
+    kernel = None if args.windows else bench_kernel(quick=args.quick, llama=not args.quick)
+    if kernel is not None:
+        write_kernel(kernel)
+        print(flush=True)
+        print(kernel_tables(kernel), flush=True)
     # Whether the agent answers: a run of its own (one server at a time: the context servers are stopped).
     tasks = None if args.no_tasks or args.windows else bench_tasks_main(["--quick"] if args.quick else [])
 
@@ -309,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "overhead": overhead,
         "streaming": streaming,
         "load_ext": load,
+        "kernel": compact(kernel) if kernel else None,
         "tasks": compact_summary(tasks) if tasks else None,
         "mode": mode,
         "seconds": seconds,

@@ -268,3 +268,32 @@ def test_a_secret_in_a_cell_is_masked_in_the_history(kernel: Kernel) -> None:
     [(_, text, _)] = results(kernel)
     assert "key set" in text
     assert "A1b2C3d4A1b2" not in text
+
+
+def test_variables_and_a_million_row_frame_are_read_in_the_kernel_within_the_cut(kernel: Kernel) -> None:
+    kernel.run(
+        "import numpy as np, pandas as pd\n"
+        "n = np.arange(1_000_000)\n"
+        "big = pd.DataFrame({'a': n, 'b': np.where(n % 3, 1.5, np.nan)})\n"
+        "class Hangs:\n    def __repr__(self):\n        import time; time.sleep(60)\n"
+        "odd = Hangs()"
+    )
+    calls = [
+        ("kernel_variables", {}),
+        ("inspect_variable", {"name": "big"}),
+        ("inspect_variable", {"name": "bgi"}),
+    ]
+    session(kernel, [*calls, ("inspect_variable", {"name": "odd"})])
+    started = time.monotonic()
+    kernel.run("%%agent\nWhat is in big?")
+    out = results(kernel)
+    assert time.monotonic() - started < 30
+    listing, frame, missing, hangs = (text for _, text, _ in out)
+    assert "big" in listing
+    assert "DataFrame" in frame
+    assert "1,000,000" in frame
+    assert "333,334" in frame  # nulls in b
+    assert len(frame) <= 4000
+    assert "big" in missing  # the closest name
+    assert "took too long" in hangs
+    assert kernel.value("len(big)") == 1_000_000

@@ -17,11 +17,13 @@ of the wrong type) is a `WorkspaceError` naming it, so grep skips it and goes on
 
 from __future__ import annotations
 
+import functools
 import inspect
 import io
 import json
 import os
 import reprlib
+import time
 import types
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +38,8 @@ OUTPUT_LINES = 3
 OUTPUT_CHARS = 120
 IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 REPR_CHARS = 100
+#: The time the whole variable listing may spend in objects' own reprs and shapes (one at most 1 s).
+LISTING_SECONDS = 3.0
 # A notebook is parsed whole (JSON has no streaming parser here); past this size it is refused. Notebooks
 # with many plots reach a few MB; the JSON parse of this much takes about 0.3 s and a few times its size.
 NOTEBOOK_BYTES = 32 * 1024 * 1024
@@ -145,11 +149,21 @@ def kernel_variables(namespace: Mapping[str, Any] | None, limit: int) -> str:
             "There is no kernel here: kernel_variables works when the agent runs inside a Jupyter or "
             "IPython kernel. Read the files instead."
         )
+    # Imported here: the variables module imports this one (IPYTHON_NAMES).
+    from twinny_magics.tools.variables import bounded  # noqa: PLC0415
+
     rows = []
+    deadline = time.monotonic() + LISTING_SECONDS
     for name, value in sorted(dict(namespace).items(), key=lambda item: item[0].lower()):
         if name.startswith("_") or name in IPYTHON_NAMES or _skipped(value):
             continue
-        rows.append(_describe(name, value, hidden=secret_name(name)))
+        hidden = secret_name(name)
+        # An object's repr or shape is its own code: each under the time left for the whole listing.
+        left = deadline - time.monotonic()
+        line, why = bounded(functools.partial(_describe, name, value, hidden=hidden), min(left, 1.0))
+        if line is None:
+            line = f"{name} ({_type_name(value)}): (not shown: its repr or shape {why})"
+        rows.append(line)
     if not rows:
         return "The kernel has no user variables yet."
     head = f"{len(rows)} variable(s) in the kernel (read-only view):"
@@ -163,15 +177,18 @@ def _skipped(value: object) -> bool:
     return isinstance(value, types.ModuleType | type) or inspect.isroutine(value)
 
 
+def _type_name(value: object) -> str:
+    kind = type(value)
+    module = getattr(kind, "__module__", "")
+    return kind.__qualname__ if module in ("builtins", "") else f"{module}.{kind.__qualname__}"
+
+
 def _describe(name: str, value: object, *, hidden: bool = False) -> str:
     """One variable's line; nothing here may raise, whatever the object does.
 
     ``hidden`` (a name like a secret's): the type and the length or shape, and `MASK` for the value.
     """
-    kind = type(value)
-    module = getattr(kind, "__module__", "")
-    type_name = kind.__qualname__ if module in ("builtins", "") else f"{module}.{kind.__qualname__}"
-    facts = [type_name]
+    facts = [_type_name(value)]
     shape = _shape(value)
     if shape is not None:
         facts.append("shape " + "×".join(str(n) for n in shape) if shape else "shape ()")

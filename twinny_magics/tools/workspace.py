@@ -291,7 +291,10 @@ class Workspace:
             # On a worker thread: an object's own repr or _repr_llm_ may take up to its time bound.
             text = await asyncio.to_thread(variables.inspect_variable, self.namespace, args["name"])
             return ToolOutput(text)
-        return ToolOutput(notebook.kernel_variables(self.namespace, limits.variables))
+        # On a worker thread too: each variable's repr is bounded in time, the listing's wait is not free.
+        return ToolOutput(
+            await asyncio.to_thread(notebook.kernel_variables, self.namespace, limits.variables)
+        )
 
     # -- the ranked search and the head start ------------------------------------------------------
 
