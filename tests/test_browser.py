@@ -1,4 +1,4 @@
-"""The notebook face in a real JupyterLab, driven by headless Chromium (SPEC §8).
+"""The notebook face in a real JupyterLab, driven by headless Chromium.
 
 Needs JupyterLab with the ipywidgets frontend in ``.venv-browser`` (``jupyterlab==4.6.6``,
 ``jupyterlab_widgets==3.0.17``), ``playwright`` in ``.venv`` and Debian's ``chromium``, all installed by

@@ -1,4 +1,4 @@
-"""The plan, the estimator, cutting one result and trimming a conversation (SPEC §3)."""
+"""The plan, the estimator, cutting one result and trimming a conversation."""
 
 from __future__ import annotations
 

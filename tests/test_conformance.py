@@ -1,8 +1,9 @@
 """The parser against the conformance corpora: real model outputs from public parser test suites.
 
-Two corpora: the shared one (140 cases, ``shared/conformance``) and ``conformance_dialects.json`` beside
-this file (41 cases: FunctionGemma from vLLM's and Ollama's parser tests, the xLAM/Hammer JSON lists from
-vLLM's tests and the Hammer and xLAM repositories), in the same format, each case naming its source.
+Two corpora beside this file: ``conformance_toolcalls.json`` (140 cases from the parser test suites of
+vLLM, SGLang, Ollama, llama.cpp, OpenHands and Continue) and ``conformance_dialects.json`` (41 cases:
+FunctionGemma from vLLM's and Ollama's parser tests, the xLAM/Hammer JSON lists from vLLM's tests and
+the Hammer and xLAM repositories), in the same format, each case naming its source.
 Every case is run. ``name+args`` cases must give the same names and arguments (compared as JSON text,
 so key order and 1 / 1.0 / true stay distinct; where upstream checks only some arguments we check them
 all), ``name_only`` cases the same names in the same number, ``parse_success_only`` cases must not raise
@@ -23,7 +24,7 @@ import pytest
 
 from twinny_magics.protocol import parse_reply
 
-CORPUS = Path(__file__).parents[2] / "shared" / "conformance" / "toolcalls.json"
+CORPUS = Path(__file__).parent / "conformance_toolcalls.json"
 DIALECTS = Path(__file__).with_name("conformance_dialects.json")
 
 # Cases where this protocol deliberately reads differently from the upstream test (see the decisions in
@@ -96,10 +97,8 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 
 def _cases() -> list[Any]:
-    shared = _load(CORPUS) if CORPUS.exists() else []
-    missing = pytest.param(None, id="corpus", marks=pytest.mark.skip(reason=f"no corpus at {CORPUS}"))
-    skipped = [] if shared else [missing]
-    return [*skipped, *(pytest.param(case, id=case["id"]) for case in [*shared, *_load(DIALECTS)])]
+    # Loaded at collection: a missing corpus is an error, never a skip.
+    return [pytest.param(case, id=case["id"]) for case in [*_load(CORPUS), *_load(DIALECTS)]]
 
 
 def _as_json(calls: list[dict[str, Any]]) -> list[str]:
@@ -107,8 +106,6 @@ def _as_json(calls: list[dict[str, Any]]) -> list[str]:
 
 
 def test_the_corpora_hold_all_their_cases_and_every_listed_exception_names_one_of_them() -> None:
-    if not CORPUS.exists():
-        pytest.skip(f"no corpus at {CORPUS}")
     shared, dialects = _load(CORPUS), _load(DIALECTS)
     ids = {case["id"] for case in [*shared, *dialects]}
     assert (len(shared), len(dialects), len(ids)) == (140, 41, 181)

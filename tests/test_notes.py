@@ -1,4 +1,4 @@
-"""Turn notes and the closing prompt (SPEC §5)."""
+"""Turn notes and the closing prompt."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The names outside checks import (SPEC §1) are all there, and behave as the spec says."""
+"""The public names (the README's) are all there, and behave as the README says."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Fakes of model servers that cannot be installed here, for ``httpx.MockTransport``.
 
-Each fake is a small callable "server" class that answers its documented routes in their documented
-shapes (see shared/FIELD-NOTES.md) and records every request it got (``requests``, ``count(path)``),
-as httpx's own tests do — no mocking library. Given ``backend`` (the base URL of a real llama.cpp
-server), a fake passes generation through to it, so the text and token counts stay real; without one,
-it answers chat with a short scripted stream.
+Each fake is a small callable "server" class that answers its documented routes in the shapes their
+own docs give and records every request it got (``requests``, ``count(path)``), as httpx's own tests
+do — no mocking library. Given ``backend`` (the base URL of a real llama.cpp server), a fake passes
+generation through to it, so the text and token counts stay real; without one, it answers chat with a
+short scripted stream.
 
 Use::
 
