@@ -17,6 +17,9 @@ for every configuration (the tasks need only reading and editing). The configura
 - ``none``: our loop without the head start and the search tool (the defaults before them);
 - ``map`` / ``search`` / ``evidence``: our loop with one part of the head start alone (run when named in
   ``--configs``: they measure what each part adds);
+- ``no-edit-first`` / ``no-grammar`` / ``look-first``: the defaults with one change of the loop undone
+  (the nudge to make a requested change, the call grammar) or made (the nudge to look first); run when
+  named;
 - ``naive``: :class:`NaiveLoop`, the loop everyone writes first, with the same tools, prompts and call
   reader but no budget: no window asked, no estimate, no trimming or cutting of results (the tools' own
   limits stay: 150 lines a read, 40 grep matches), no repeat guard, no call grammar, no closing request;
@@ -270,13 +273,24 @@ CONFIGS: dict[str, tuple[str, Variant]] = {
             ("evidence", "our loop, the evidence only", False, True, False),
         )
     },
+    # One change of the loop undone (or, for look-first, made), to show what it is worth on its own.
+    "no-edit-first": (
+        "our loop, no nudge to make a requested change",
+        Variant("no-edit-first", factory=fresh_agent, edit_first=False),
+    ),
+    "no-grammar": ("our loop, no call grammar", Variant("no-grammar", factory=fresh_agent, grammar="off")),
+    "look-first": (
+        "our loop, a first answer without a call nudged",
+        Variant("look-first", factory=fresh_agent, look_first=True),
+    ),
     "naive": ("naive loop: keeps everything, no budget", Variant("naive", factory=NaiveLoop)),
     "no-tools": ("the model alone, one request", Variant("no-tools", factory=NoTools)),
 }
 
 
-#: The head start's parts one at a time: run when named (``--configs map,search,evidence``), not by default.
-ABLATIONS = ("map", "search", "evidence")
+#: The head start's parts one at a time and single changes of the loop: run when named (``--configs
+#: map,search,evidence``), not by default.
+ABLATIONS = ("map", "search", "evidence", "no-edit-first", "no-grammar", "look-first")
 #: What a run without ``--configs`` compares.
 DEFAULT_CONFIGS = [name for name in CONFIGS if name not in ABLATIONS]
 
