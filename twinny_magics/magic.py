@@ -53,7 +53,9 @@ HEAD_START_PARTS = {
     "map": (True, False),
     "evidence": (False, True),
 }
-SUBCOMMANDS = "status, reset, new, plan N, apply [N…], discard [N…], use NAME"
+SUBCOMMANDS = (
+    "status, reset, new, plan N, apply [N…], discard [N…], use NAME, save [PATH], load PATH, export PATH"
+)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -206,6 +208,11 @@ class TwinnyMagics(Magics):
         %agent apply [N…]   apply the edits waiting for review (all, or by number in status)
         %agent discard [N…] discard them
         %agent use NAME     make the Agent in variable NAME the session (e.g. over a ScriptedServer)
+        %agent save [PATH]  write the session to PATH as JSON (default: .twinny_sessions/<time>.json
+                            next to the notebook, a folder the tools never show); never the API key
+        %agent load PATH    resume a saved session: its turns, notes and learned ratio, on the server
+                            configured now (else the saved address); its edits are never applied
+        %agent export PATH  a transcript: PATH.md (Markdown) or PATH.html (the cell's pieces, inert)
         %%agent compare --b OPTIONS [--a OPTIONS]   measure a change: the cell's questions, one a line
                             ("Which port? :: 8000", patterns the answer must match; "!pattern" must
                             not), each run under variant A and variant B in a fresh session on a fresh
@@ -312,6 +319,9 @@ class TwinnyMagics(Magics):
             "apply": lambda r: self._settle(r, apply=True),
             "discard": lambda r: self._settle(r, apply=False),
             "use": self._use,
+            "save": self._save,
+            "load": self._load,
+            "export": self._export,
         }
         handler = handlers.get(command)
         if handler is None:
@@ -430,6 +440,9 @@ class TwinnyMagics(Magics):
         parts = HEAD_START_PARTS.get(str(options.get("head_start")))
         if parts is not None:
             session.configure(workspace_map=parts[0], evidence=parts[1])
+        kernel = getattr(session, "kernel", None)
+        if kernel is not None and self._baseline is None:
+            kernel.seconds = self.kernel_seconds  # %config applies from the next cell, like the options
 
     @staticmethod
     def _set_approve(session: Agent, approve: Callable[[str], Any] | None) -> None:
@@ -544,6 +557,88 @@ class TwinnyMagics(Magics):
             "cells": getattr(session, "cells", None),
         }
         print(f"%%agent cells now use {rest[0]}: {session!r}")
+
+    def _save(self, rest: list[str]) -> None:
+        from twinny_magics.errors import TwinnyError  # noqa: PLC0415
+        from twinny_magics.sessions.files import default_path  # noqa: PLC0415
+
+        if len(rest) > 1:
+            raise UsageError("%agent save [PATH]: write the session to PATH (default: .twinny_sessions/).")
+        session = self.session
+        try:
+            path = session.save(rest[0] if rest else default_path(os.getcwd()))
+        except TwinnyError as error:
+            raise UsageError(str(error)) from None
+        turns = len(session.replies)
+        print(
+            f"Session saved to {path} ({turns} repl{'ies' if turns != 1 else 'y'}, "
+            f"{len(session.note_entries)} notes; no API key). Resume it with "
+            f"%agent load {shlex.quote(str(path))}"
+        )
+
+    def _load(self, rest: list[str]) -> None:
+        from twinny_magics.errors import TwinnyError  # noqa: PLC0415
+        from twinny_magics.sessions.files import load  # noqa: PLC0415
+
+        if len(rest) != 1:
+            raise UsageError("%agent load PATH: resume a session saved with %agent save (or Agent.save).")
+        options = self._defaults()
+        factory = self.session_factory
+        if factory is None:
+            from twinny_magics.agent import Agent  # noqa: PLC0415
+
+            factory = Agent
+        # The server and the key are this notebook's (%config) when set; the rest of the settings are
+        # the saved session's. The workspace is the notebook's folder, as for any session of the magic.
+        given = {"base_url": options["server"], "model": options["model"], "kind": options["kind"]}
+        kept: dict[str, Any] = {
+            name: options[name] for name in ("api_key", "window", "timeout") if options[name] is not None
+        }
+        if self.secret_files is not None:
+            kept["secret_files"] = list(self.secret_files)
+        try:
+            session: Agent = load(
+                rest[0],
+                factory=factory,
+                **given,
+                **kept,
+                workspace=self._key(options)[SESSION_OPTIONS.index("workspace")],
+                approve=None,
+                namespace=self.shell.user_ns if self.shell is not None else None,
+                shell=self.shell,
+            )
+        except (TwinnyError, TypeError) as error:
+            raise UsageError(str(error)) from None
+        self._session, self._session_key, self._manage_approvals = session, self._key(options), True
+        # Like an adopted session: cells fall back to the loaded settings, not to the %config defaults.
+        self._baseline = {
+            "mode": session.requested_mode,
+            "steps": session.settings.steps,
+            "edits": session.edits,
+            "commands": session.commands,
+            "grammar": session.settings.grammar,
+            "temperature": session.settings.temperature,
+            "kernel": session.kernel_mode,
+            "cells": session.cells,
+        }
+        turns = len(session.replies)
+        print(
+            f"Session loaded from {rest[0]}: {turns} earlier repl{'ies' if turns != 1 else 'y'}, "
+            f"{len(session.note_entries)} notes, {session.estimator.ratio:.2f} characters a token."
+        )
+        for notice in session.restored.notices if session.restored is not None else []:
+            print(reprs.plain(f"⚠ {notice}"))
+
+    def _export(self, rest: list[str]) -> None:
+        from twinny_magics.errors import TwinnyError  # noqa: PLC0415
+
+        if len(rest) != 1:
+            raise UsageError("%agent export PATH: a transcript, PATH.md (Markdown) or PATH.html.")
+        try:
+            path = self.session.export(rest[0])
+        except TwinnyError as error:
+            raise UsageError(str(error)) from None
+        print(f"Transcript of {len(self.session.replies)} replies written to {path}")
 
 
 def load_ipython_extension(ip: InteractiveShell) -> None:
