@@ -462,3 +462,23 @@ def test_head_start_on_the_magic_line_picks_its_parts_for_that_cell(ip: Interact
     assert start is not None
     assert "Workspace map" in start.output
     assert "def setter" in start.output
+
+
+def test_kernel_and_cells_options_apply_to_their_cell_and_config_sets_the_default(
+    ip: InteractiveShell,
+) -> None:
+    """``--kernel ask|allow|off`` and ``--cells review|insert``; the session gets the shell's kernel tools."""
+    session = adopt(ip, ScriptedServer(["One.", "Two.", "Three."]), shell=ip)
+    ask(ip, "Hello there, what ran?", "--kernel off --cells insert")
+    assert (session.kernel_mode, session.cells) == ("off", "insert")
+    tools = session._tools
+    assert tools is not None
+    names = [d["function"]["name"] for d in tools.definitions()]
+    assert "run_python" not in names
+    assert {"cell_history", "propose_cell"} <= set(names)
+    ask(ip, "Hello again, what ran?", "--kernel allow")
+    assert session.kernel_mode == "allow"
+    assert "run_python" in [d["function"]["name"] for d in tools.definitions()]
+    # A terminal shell: nobody can insert a cell.
+    assert session.kernel is not None
+    assert session.kernel.can_insert is False
