@@ -147,3 +147,22 @@ def test_a_run_answer_is_masked_and_cut(tmp_path: Path, shell: InteractiveShell)
     assert key not in out.text
     assert len(out.text) < 2000
     assert "(1,000,0" in out.text  # how much was printed
+
+
+def test_the_head_start_of_a_question_about_what_ran_holds_the_newest_cells(
+    tmp_path: Path, shell: InteractiveShell
+) -> None:
+    (tmp_path / "app.py").write_text("def ratio(a, b):\n    return a / b\n")
+    ws = workspace(tmp_path, shell)
+    assert ws.kernel is not None
+    shell.run_cell("def f(x):\n    return 1 / x\n\nf(0)", store_history=True)
+    start = ws.head_start("Why does the last cell fail?", 3000)
+    assert "The cells run in the notebook's kernel" in start
+    assert "error: ZeroDivisionError: division by zero" in start
+    assert "in f: return 1 / x" in start
+    assert len(start) <= 3000
+    # A question about the files gets the files only; an empty folder still gets the cells.
+    assert "kernel" not in ws.head_start("Which file defines ratio?", 3000)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "ZeroDivisionError" in workspace(empty, shell).head_start("Why does the last cell fail?", 3000)

@@ -242,3 +242,18 @@ _AGENT_CELL = re.compile(r"\A\s*%%?agent\b")
 def is_agent_cell(source: str) -> bool:
     """Whether a cell is an ``%agent``/``%%agent`` cell (left out of what the history shows)."""
     return bool(_AGENT_CELL.match(source))
+
+
+#: Words of a question about what ran in the notebook (its cells, outputs, errors, variables).
+_ABOUT_THE_KERNEL = re.compile(
+    r"\b(cells?|last|error|errors|fail(s|ed|ing)?|traceback|exception|raises?|ran|run|output|printed|"
+    r"prints?|kernel|notebook|dataframe|df|variable|plot|figure|chart|result)\b",
+    re.IGNORECASE,
+)
+#: The share of the head start the cells run may take when the question is about them.
+HEAD_START_SHARE = 0.4
+
+
+def about_the_kernel(question: str) -> bool:
+    """Whether a question is about what ran in the notebook ("Why does the last cell fail?")."""
+    return bool(_ABOUT_THE_KERNEL.search(question))

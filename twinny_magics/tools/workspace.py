@@ -323,15 +323,29 @@ class Workspace:
         """
         if not (map or evidence) or chars <= 0:
             return ""
+        ran = self._cells_ran(question, chars) if evidence else ""
+        chars -= len(ran) + 1 if ran else 0
         self._conf.refresh()
         # A first reply in a big folder waits at most HEAD_START_SECONDS for the index; the rest of it is
         # read by later calls (the map says how many files wait).
         survey = self.index.update(HEAD_START_SECONDS)
-        if not survey.files:
-            return ""  # an empty folder: nothing to map or find, and "(no files)" only distracts
-        terms = retrieval.query_terms(question)
-        chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
-        return mask_secrets(retrieval.head_start_text(survey if map else None, chunks, terms, chars))
+        files = ""
+        if survey.files:  # an empty folder: nothing to map or find, and "(no files)" only distracts
+            terms = retrieval.query_terms(question)
+            chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
+            files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
+        return mask_secrets("\n".join(part for part in (ran, files) if part))
+
+    def _cells_ran(self, question: str, chars: int) -> str:
+        """For a question about what ran in the notebook, the newest cells run in the kernel (their
+        errors with the user's frames), within a share of the head start; '' otherwise."""
+        if self.kernel is None or not cells.about_the_kernel(question):
+            return ""
+        records = self.kernel.log.history()
+        if not records:
+            return ""
+        lead = "The cells run in the notebook's kernel, newest last (cell_history shows them again):"
+        return f"{lead}\n{cells.history_text(records, int(chars * cells.HEAD_START_SHARE))}"
 
     def _settle(self, change: Change) -> ToolOutput:
         """Hold a change for review, or write it now, depending on the edits mode."""
