@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .budget import HEAD_START_SHARE, ContextPlan, TokenEstimator, plan_context
 from .conversation import Message, assistant, user
@@ -24,6 +24,12 @@ from .tools import Approve, CommandsMode, EditsMode, Workspace
 from .tools.denied import SecretFiles
 from .tools.kernel import KERNEL_SECONDS, MAIN, CellsMode, Kernel, KernelMode
 from .tools.registry import TOOLS
+
+if TYPE_CHECKING:
+    import os
+
+    from .scripted import ScriptedServer
+    from .sessions import Restored
 
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
 HISTORY_TURNS = 3
@@ -55,7 +61,11 @@ class Agent:
     the defaults in :mod:`twinny_magics.tools.denied`, ``[]``: none). ``shell`` (an IPython shell, which
     the magic passes) gives the kernel tools: ``cell_history``, ``run_python`` (``kernel``: ask, allow or
     off; ``kernel_seconds`` its time limit) and ``propose_cell`` (``cells``: review or insert).
+    ``save``, ``load`` and ``export`` keep a session past the kernel (:mod:`twinny_magics.sessions`).
     """
+
+    #: Where a session made by :meth:`load` came from, and what its loading had to say (else None).
+    restored: Restored | None = None
 
     def __init__(
         self,
@@ -256,6 +266,38 @@ class Agent:
         """Start over: forget the replies and notes (the server, tools and estimate stay)."""
         self.replies.clear()
         self.note_entries.clear()
+
+    # -- keeping a session ------------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the session to ``path`` as one JSON document (atomically; never the API key)."""
+        from .sessions import files  # noqa: PLC0415 - only a save or load needs it
+
+        return files.save(self, path)
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], *, server: ModelServer | None = None, **options: Any
+    ) -> Agent:
+        """A session saved with :meth:`save`, resumed: its turns, notes and ratio, against ``server`` (or
+        the saved address, or ``base_url``...). ``options`` (any of this class's) override saved settings;
+        ``restored.notices`` says what loading had to change (a moved workspace, expired edits)."""
+        from .sessions import files  # noqa: PLC0415
+
+        return files.load(path, factory=cls, server=server, **options)
+
+    def export(self, path: str | os.PathLike[str]) -> Path:
+        """Write a transcript of the session: Markdown for ``.md``, an inert HTML page for ``.html``."""
+        from .sessions import files  # noqa: PLC0415
+
+        return files.export(self, path)
+
+    @staticmethod
+    def replay_server(path: str | os.PathLike[str]) -> ScriptedServer:
+        """A scripted server that gives back the model replies saved at ``path`` (replay, no model)."""
+        from .sessions import files  # noqa: PLC0415
+
+        return files.replay_server(path)
 
     def __repr__(self) -> str:
         server = f"{self._server.kind} {self._server.model}" if self._server else "not connected yet"

@@ -1,16 +1,17 @@
 """One run of one question under one variant, and how a reply is kept as JSON.
 
 Pure data: a :class:`Run` holds the reply's whole record (steps, calls, results, requests, notices), so
-a saved experiment can be looked at, compared and resumed without the model.
+a saved experiment can be looked at, compared and resumed without the model. A reply is kept as JSON the
+way a saved session keeps it (:mod:`twinny_magics.sessions.replies`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from twinny_magics.conversation import ToolCall, ToolResult
-from twinny_magics.events import Notice, Reply, RequestRecord, Step
+from twinny_magics.events import Reply
+from twinny_magics.sessions.replies import reply_from_json, reply_to_json
 
 #: ``pass``/``fail``: the check judged the answer; ``ran``: no check, the answer is recorded;
 #: ``error``: the server failed (the run is not judged, and a resumed experiment runs it again).
@@ -86,68 +87,3 @@ class Run:
         from twinny_magics.experiment import report  # noqa: PLC0415 - rendering loads the display
 
         return report.bundle(report.run_html(self), report.run_text(self))
-
-
-def reply_to_json(reply: Reply) -> dict[str, Any]:
-    """A reply as JSON: steps with their calls and results, requests, notices; pending edits by path."""
-    return {
-        "question": reply.question,
-        "text": reply.text,
-        "stopped": reply.stopped,
-        "error": reply.error,
-        "steps": [
-            {
-                "number": step.number,
-                "text": step.text,
-                "calls": [asdict(call) for call in step.calls],
-                "results": [asdict(result) for result in step.results],
-                "problems": list(step.problems),
-            }
-            for step in reply.steps
-        ],
-        "requests": [asdict(request) for request in reply.requests],
-        "notices": [asdict(notice) for notice in reply.notices],
-        "pending": [
-            {"path": str(getattr(edit, "path", "?")), "status": str(getattr(edit, "status", "pending"))}
-            for edit in reply.pending
-        ],
-    }
-
-
-def reply_from_json(data: dict[str, Any]) -> Reply:
-    """A reply as :func:`reply_to_json` wrote it (pending edits come back as their path and status)."""
-    requests = [RequestRecord(**_known(RequestRecord, r)) for r in data.get("requests", [])]
-    return Reply(
-        question=data.get("question", ""),
-        text=data.get("text", ""),
-        stopped=data.get("stopped", "answer"),
-        error=data.get("error"),
-        steps=[
-            Step(
-                number=s["number"],
-                text=s.get("text", ""),
-                calls=[_call(c) for c in s.get("calls", [])],
-                results=[_result(r) for r in s.get("results", [])],
-                problems=list(s.get("problems", [])),
-            )
-            for s in data.get("steps", [])
-        ],
-        requests=requests,
-        notices=[Notice(n["kind"], n["text"]) for n in data.get("notices", [])],
-        pending=list(data.get("pending", [])),
-    )
-
-
-def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
-
-
-def _call(data: dict[str, Any]) -> ToolCall:
-    return ToolCall(data["name"], dict(data.get("arguments") or {}), data.get("id"))
-
-
-def _result(data: dict[str, Any]) -> ToolResult:
-    values = _known(ToolResult, data)
-    values["call"] = _call(data["call"])
-    return ToolResult(**values)

@@ -13,10 +13,11 @@ a search), so there is one place that decides. The rules:
   UTF-8 and overlong paths are refused before touching the file system.
 - Version-control data (``.git``, ``.hg``, ``.svn``, ``.bzr``, ``_darcs``, ``.jj``, ``.pijul``, fossil's
   checkout files, any name ending in ``.git`` such as a bare ``backup.git/``, and copies such as
-  ``.git.bak``), ``.ipynb_checkpoints`` and whatever git ignores are hidden: walks skip them silently, a
-  direct request is told they are hidden. The ignore rules are git's (see `ignores`): the workspace's
-  ``.gitignore`` files, ``info/exclude``, ``core.excludesFile`` and the ``.gitignore`` files above the
-  workspace in its repository (unless those would hide the workspace root itself).
+  ``.git.bak``), ``.ipynb_checkpoints``, ``.twinny_sessions`` (saved sessions) and whatever git ignores
+  are hidden: walks skip them silently, a direct request is told they are hidden. The ignore rules are
+  git's (see `ignores`): the workspace's ``.gitignore`` files, ``info/exclude``, ``core.excludesFile``
+  and the ``.gitignore`` files above the workspace in its repository (unless those would hide the
+  workspace root itself).
 - Secret files (see `denied`) are withheld: walks skip them silently, a direct request is told why.
 - Every check runs on the path as asked *and* as resolved, so a link to ``.git/config`` or to ``.env``
   is refused too. Names are compared case-folded where a case-insensitive file system would make two
@@ -51,8 +52,10 @@ from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools import ignores
 from twinny_magics.tools.denied import SecretFiles, write_refusal
 
+# `.twinny_sessions` holds saved sessions (%agent save): the model's own transcripts, never its evidence.
 HIDDEN_NAMES = frozenset(
     {".git", ".ipynb_checkpoints", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".pijul", ".fslckout", "_fossil_"}
+    | {".twinny_sessions"}
 )
 
 

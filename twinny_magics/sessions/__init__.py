@@ -1,0 +1,19 @@
+"""Sessions that outlive the kernel: save, load, export and replay (``Agent.save`` / ``%agent save``).
+
+- ``reading``   `Reader`, the checked reading of JSON a person may have edited; `SessionFileError`
+- ``replies``   a reply as JSON and back (shared with saved experiment results); `SavedEdit`
+- ``document``  the session document: what is saved, masked; reading it back; `restore`
+- ``files``     the file: atomic write, bounded read, the default place (``.twinny_sessions/``)
+- ``export``    a Markdown or HTML transcript
+- ``replay``    a `ScriptedServer` that replays the saved model replies
+
+Only ``files`` does I/O. Nothing here imports the session (`Agent`) at run time: it is passed in.
+"""
+
+from __future__ import annotations
+
+from twinny_magics.sessions.document import FORMAT, VERSION, Restored, SavedSession
+from twinny_magics.sessions.reading import SessionFileError
+from twinny_magics.sessions.replies import SavedEdit
+
+__all__ = ["FORMAT", "VERSION", "Restored", "SavedEdit", "SavedSession", "SessionFileError"]
