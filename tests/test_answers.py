@@ -174,9 +174,11 @@ EDIT_CALL = f"```tool\n{EDIT_JSON}\n```"
     [
         ("In app.py, change the port to 9090.", True),
         ('In setup.py, raise python_requires to ">=3.9".', True),
-        ("The docstring names `binops`. Fix that line of the docstring.", True),
-        ("Can you rename serve to start?", True),
-        ("Please add a test for PORT.", True),
+        ("The docstring of fold in toolz/sandbox/parallel.py names `binops`. Fix that line.", True),
+        ("Can you rename serve to start in app.py?", True),
+        ("Please add a test for PORT to the test file.", True),
+        ("Can you rename serve to start?", False),  # no file named: it may be a question of code
+        ("Write a Python function that adds two numbers, in a code block.", False),
         ("How do I change the port?", False),
         ("Which port does the app use?", False),
         ("Why does the last cell fail? Propose the fix.", False),

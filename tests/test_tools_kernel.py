@@ -166,3 +166,16 @@ def test_the_head_start_of_a_question_about_what_ran_holds_the_newest_cells(
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "ZeroDivisionError" in workspace(empty, shell).head_start("Why does the last cell fail?", 3000)
+
+
+def test_a_small_window_goes_without_the_roomy_kernel_tools(tmp_path: Path, shell: InteractiveShell) -> None:
+    ws = workspace(tmp_path, shell, kernel_mode="allow")
+    assert ws.fit_window(2048) == ["cell_history", "run_python", "propose_cell"]
+    names = ws.tool_names()
+    assert not {"cell_history", "run_python", "propose_cell"} & set(names)
+    assert {"kernel_variables", "inspect_variable"} <= set(names)
+    assert "Unknown tool" in call(ws, "run_python", code="x = 1").text
+    assert "x" not in shell.user_ns
+    assert ws.fit_window(4096) == []
+    assert {"cell_history", "run_python", "propose_cell"} <= set(ws.tool_names())
+    assert Workspace(tmp_path).fit_window(2048) == []  # no kernel: nothing to leave out

@@ -463,6 +463,7 @@ class _Run:
                 f"{describe(choice).capitalize()}, as learned earlier in this process for this server and "
                 f"model: {choice.reason}.",
             )
+        await self._plan()  # the window decides which tools are offered, and the system prompt lists them
         start = await self._head_start(question)
         messages: list[Message] = [
             loop.system_message(),
@@ -632,9 +633,17 @@ class _Run:
         loop.window = window
         loop.plan = plan = plan_context(window, loop.estimator.ratio, loop.settings.head_start_share)
         warning = small_window_warning(window, cast(Kind, loop.server.kind))
-        if warning and not self.warned:
+        fit = getattr(loop.tools, "fit_window", None)
+        left_out: list[str] = fit(window) if callable(fit) else []
+        if (warning or left_out) and not self.warned:
             self.warned = True
-            self.notice("warning", warning)
+            said = warning or ""
+            if left_out:
+                said += (
+                    f" At this window {', '.join(left_out)} are not offered (their definitions would take "
+                )
+                said += "room in every request)."
+            self.notice("warning", said.strip())
         return plan
 
     async def _request(
@@ -693,6 +702,11 @@ class _Run:
                     error.window, loop.estimator.ratio, loop.settings.head_start_share
                 )
                 record.window, record.limit, record.target = plan.window, plan.limit, plan.target
+                fit_window = getattr(loop.tools, "fit_window", None)
+                if callable(fit_window) and fit_window(error.window):
+                    # Tools the smaller window goes without leave the request (and text mode's prompt).
+                    tools = loop._request_tools(last)
+                    fitted = replace(fitted, messages=[loop.system_message(), *fitted.messages[1:]])
             fitted = fit(fitted.messages, -1, plan.target, count)
             record.retried = "too long"
             record.trimmed += len(fitted.trims)

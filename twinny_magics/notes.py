@@ -209,9 +209,16 @@ _ASKS_CHANGE = re.compile(
 )
 
 
+# A file named in the question: a path with an extension or a folder, or the word "file".
+_NAMES_A_FILE = re.compile(r"[\w.-]+\.[A-Za-z]\w{0,7}\b|\w/\w|\bfiles?\b", re.IGNORECASE)
+
+
 def asks_for_a_change(question: str) -> bool:
     """Whether a question asks the agent to change the files ("In setup.py, raise python_requires…",
-    "Fix that line", "Can you rename…") rather than to answer about them."""
+    "Fix that line of the docstring in app.py", "Can you rename x in utils.py…") rather than to answer
+    about them or to write code in the answer: an edit verb opens a sentence, and a file is named."""
+    if not _NAMES_A_FILE.search(question):
+        return False  # "Write a function that…" asks for code in the answer, not for a change to a file
     sentences = re.split(r"(?<=[.!?])\s+|\n+", question.strip())
     return any(_ASKS_CHANGE.match(sentence.strip().lstrip("*-# ")) for sentence in sentences)
 

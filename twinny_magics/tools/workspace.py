@@ -36,6 +36,9 @@ SEARCH_CHARS = 6000
 EVIDENCE_CHUNKS = 4
 #: How long the head start may spend indexing before a reply's first request.
 HEAD_START_SECONDS = 5.0
+#: The kernel tools a window under `ROOMY_WINDOW` tokens goes without (about 330 tokens of every request).
+ROOMY_TOOLS = ("cell_history", "run_python", "propose_cell")
+ROOMY_WINDOW = 4096
 
 if TYPE_CHECKING:
     from twinny_magics.search_index import SearchIndex
@@ -132,6 +135,8 @@ class Workspace:
         #: Whether the ranked search is offered as a tool (the head start uses its index either way).
         self.search = search
         self._index: SearchIndex | None = None  # see `index`
+        #: The window the tools are offered for (see `fit_window`); None: not known yet, all offered.
+        self.window: int | None = None
 
     @property
     def pending(self) -> list[PendingEdit]:
@@ -180,7 +185,7 @@ class Workspace:
                     name in ("kernel_variables", "inspect_variable") and self.namespace is None
                 )
                 or (name == "search" and not self.search)
-                or (name in ("cell_history", "run_python", "propose_cell") and self.kernel is None)
+                or (name in ROOMY_TOOLS and (self.kernel is None or self._cramped()))
                 or (name == "run_python" and self.kernel_mode == "off")
             ):
                 continue
@@ -191,6 +196,14 @@ class Workspace:
                 definition["function"]["description"] = self.descriptions[name]
             out.append(definition)
         return out
+
+    def fit_window(self, window: int) -> list[str]:
+        """Offer the tools for a window of ``window`` tokens; the names left out because it is small."""
+        self.window = window
+        return [name for name in ROOMY_TOOLS if self.kernel is not None and self._cramped()]
+
+    def _cramped(self) -> bool:
+        return self.window is not None and self.window < ROOMY_WINDOW
 
     async def run(self, call: ToolCall) -> ToolOutput:
         """Run one call; every problem the model can fix comes back as an ``is_error`` output.
@@ -211,6 +224,8 @@ class Workspace:
             return ToolOutput(OFF, is_error=True)
         if name == "run_python" and self.kernel_mode == "off":
             return ToolOutput(KERNEL_OFF, is_error=True)
+        if name in ROOMY_TOOLS and self.kernel is not None and self._cramped():
+            return ToolOutput(self._unknown(name), is_error=True)
         try:
             args = bind(spec, call.arguments)
             self._conf.refresh()
