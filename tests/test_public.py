@@ -63,8 +63,18 @@ def test_importing_the_package_does_not_load_httpx_or_the_loop() -> None:
     assert out.split() == ["False", "False"]
 
 
+def test_loading_the_extension_imports_none_of_the_tools() -> None:
+    """%load_ext installs the cell log: it must stay as light as the magic (no tools, no loop)."""
+    code = (
+        "import sys, twinny_magics.magic, twinny_magics.cell_log; "
+        "print(sorted(m for m in ('twinny_magics.tools', 'twinny_magics.loop', 'httpx') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_the_pure_core_imports_neither_httpx_nor_ipython() -> None:
-    modules = "budget, text_tokens, conversation, events, notes, protocol, errors"
+    modules = "budget, text_tokens, conversation, events, notes, protocol, errors, cells, usage"
     code = (
         f"import sys; from twinny_magics import {modules}; "
         "print(sorted(m for m in ('httpx', 'IPython', 'ipywidgets', 'asyncio') if m in sys.modules))"

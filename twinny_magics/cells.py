@@ -19,7 +19,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from twinny_magics.tools.base import cut_line
+
+def cut_line(line: str, limit: int) -> str:
+    """``line`` cut to ``limit`` characters, saying how much was left out (as the tools' own cut does;
+    written here so that this module, which ``%load_ext`` loads, imports none of the tools)."""
+    return line if len(line) <= limit else f"{line[:limit]} …[+{len(line) - limit} chars]"
+
 
 #: Characters kept of a cell's source, of what it printed (the tail), of its value's text.
 SOURCE_CHARS = 1500
