@@ -137,6 +137,7 @@ def outputs_text(cell: Any) -> str:
 )
 def test_the_notebook_runs_headless_and_keeps_its_calls_and_answer(name: str, tmp_path: Path) -> None:
     shutil.copy(NOTEBOOKS / name, tmp_path / name)
+    shutil.copytree(NOTEBOOKS / "sessions", tmp_path / "sessions")  # the saved sessions they replay
     nb = nbformat.read(tmp_path / name, as_version=4)
     NotebookClient(
         nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}

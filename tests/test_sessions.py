@@ -1,4 +1,5 @@
-"""Sessions that outlive the kernel: save, load, export and replay, and every bad file refused whole.
+"""Sessions that outlive the kernel: save, load, export and replay, and every bad file refused whole;
+autosave and the resume notice in the magic; the usage gauge.
 
 Scripted models for most (no mocks), the real llama.cpp server for one round trip, and a real kernel
 restarted between a save and a load.
@@ -30,11 +31,16 @@ from live_kernel import Kernel, python3_kernelspec, shown
 from twinny_magics import reprs
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
+from twinny_magics.display import ReplyView
+from twinny_magics.display.items import StatusLine
 from twinny_magics.errors import TwinnyError
+from twinny_magics.events import Reply, RequestRecord
 from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.base import Usage as ServerUsage
 from twinny_magics.sessions import FORMAT, VERSION, SavedEdit, SessionFileError
 from twinny_magics.sessions.files import FOLDER, MAX_SESSION_BYTES, write_atomic
 from twinny_magics.tools import Workspace
+from twinny_magics.usage import Usage, cost, money, reply_usage, usage_parts
 
 READ = Scripted("Let me look.", calls=(ToolCall("read_file", {"path": "a.py"}),))
 GREP = Scripted("", calls=(ToolCall("grep", {"pattern": "x"}),))
@@ -569,3 +575,215 @@ def test_a_session_saved_in_one_kernel_continues_in_the_next(tmp_path: Path, pro
         finally:
             second.stop()
     assert os.path.exists(path)
+
+
+# -- autosave and the resume notice --------------------------------------------------------------------
+
+
+def scripted_factory(*replies: str) -> Any:
+    """A session factory for the magic: each session it makes answers from its own copy of ``replies``."""
+    return lambda **options: Agent(server=ScriptedServer(list(replies)), **options)
+
+
+def cell(ip: InteractiveShell, question: str, options: str = "") -> str:
+    with capture_output() as captured:
+        ip.run_cell_magic("agent", options, question)
+    return captured.stdout
+
+
+def autosaves(project: Path) -> list[Path]:
+    folder = project / FOLDER
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def magic_with(ip: InteractiveShell, *replies: str) -> Any:
+    magics = ip.magics_manager.registry["TwinnyMagics"]
+    magics.output = "text"
+    magics.session_factory = scripted_factory(*replies)
+    return magics
+
+
+def test_a_session_of_the_magic_saves_itself_after_every_reply(ip: InteractiveShell, project: Path) -> None:
+    magic_with(ip, "It sets x to 1.", "Still 1.")
+    cell(ip, "What does a.py set?")
+    [path] = autosaves(project)
+    assert json.loads(path.read_text())["replies"][0]["text"] == "It sets x to 1."
+    cell(ip, "And now?")
+    assert autosaves(project) == [path]  # the same file, rewritten whole
+    assert [r["text"] for r in json.loads(path.read_text())["replies"]] == ["It sets x to 1.", "Still 1."]
+    assert not [p for p in (project / FOLDER).iterdir() if p.name.endswith(".part")]
+
+
+def test_autosave_off_writes_nothing(ip: InteractiveShell, project: Path) -> None:
+    magics = magic_with(ip, "One.", "Two.")
+    cell(ip, "First?", "--autosave off")
+    assert autosaves(project) == []
+    magics.autosave = False  # %config TwinnyMagics.autosave = False
+    cell(ip, "Second?")
+    assert autosaves(project) == []
+    cell(ip, "Third?", "--autosave on")  # the line overrides the default for its cell
+    assert len(autosaves(project)) == 1
+
+
+def test_an_adopted_session_is_not_autosaved(ip: InteractiveShell, project: Path) -> None:
+    ip.user_ns["s"] = Agent(server=ScriptedServer(["Hello."]), workspace=project)
+    line(ip, "use s")
+    cell(ip, "Hi?")
+    assert autosaves(project) == []
+
+
+def test_a_new_kernel_offers_the_last_session_once_and_its_command_resumes_it(
+    ip: InteractiveShell, project: Path
+) -> None:
+    magic_with(ip, "It sets x to 1.")
+    first = cell(ip, "What does a.py set?")
+    assert "%agent load" not in first  # nothing earlier to resume
+    [saved] = autosaves(project)
+    # A restarted kernel: the extension loaded afresh, a new magic over the same folder.
+    ip.extension_manager.unload_extension("twinny_magics")
+    ip.extension_manager.load_extension("twinny_magics")
+    magic_with(ip, "Hello.", "Hello again.")
+    out = cell(ip, "Something else?")
+    command = f"%agent load {FOLDER}/{saved.name}"
+    assert command in out
+    assert "resume" in out
+    assert command not in cell(ip, "And again?")  # once a kernel
+    magic_with(ip, "Yes, 1.")
+    assert "1 earlier reply" in line(ip, command.removeprefix("%agent "))
+    cell(ip, "Still 1?")
+    # A session loaded from the folder goes on in its own file.
+    assert [r["text"] for r in json.loads(saved.read_text())["replies"]] == ["It sets x to 1.", "Yes, 1."]
+
+
+def test_an_autosave_that_cannot_be_written_is_a_warning_and_the_reply_still_answers(
+    ip: InteractiveShell, project: Path
+) -> None:
+    (project / FOLDER).write_text("not a folder")  # unwritable for any user, root included
+    magic_with(ip, "It sets x to 1.", "Still 1.")
+    out = cell(ip, "What does a.py set?")
+    assert "It sets x to 1." in out
+    [warning] = [text for text in out.splitlines() if "Autosave failed" in text]
+    assert warning.startswith("⚠ warning:")
+    assert "Still 1." in cell(ip, "And now?")  # the session goes on
+    assert (project / FOLDER).read_text() == "not a folder"
+
+
+# -- the usage gauge -----------------------------------------------------------------------------------
+
+
+class CachingServer(ScriptedServer):
+    """A scripted server that also reports a prompt cache: each prompt's first ``cached`` tokens reused."""
+
+    def __init__(self, replies: list[Any], cached: int) -> None:
+        super().__init__(replies)
+        self.cached = cached
+
+    async def stream(self, request: Any) -> Any:
+        async for event in super().stream(request):
+            if isinstance(event, ServerUsage) and event.prompt_tokens is not None:
+                yield replace(event, cached_tokens=min(self.cached, event.prompt_tokens))
+            else:
+                yield event
+
+    async def count_prompt_tokens(self, request: Any) -> int | None:
+        """A whole request's count, as a real server that renders its template says it."""
+        return self.prompt_tokens(request)
+
+
+def test_the_gauge_sums_fresh_cached_and_generated_tokens_per_reply_and_session(project: Path) -> None:
+    server = CachingServer([READ, "It sets x to 1.", "Still 1."], cached=100)
+    agent = Agent(server=server, workspace=project, price=(2.0, 8.0, 0.5))
+    first = agent.run("What does a.py set?")
+    agent.run("And now?")
+    counted = [(r.prompt_tokens or 0, r.completion_tokens or 0) for x in agent.replies for r in x.requests]
+    assert len(counted) == 3
+    one = reply_usage(first)
+    assert (one.cached, one.requests, one.uncounted) == (200, 2, 0)
+    assert one.fresh == sum(p for p, _ in counted[:2]) - 200
+    assert one.generated == sum(c for _, c in counted[:2]) > 0
+    total = agent.usage
+    assert (total.cached, total.requests) == (300, 3)
+    assert total.prompt == sum(p for p, _ in counted)
+    assert total.generated == sum(c for _, c in counted)
+    assert total.seconds == pytest.approx(sum(r.seconds or 0 for r in agent.replies))
+    assert total.seconds > 0
+    assert cost(total, agent.price) == pytest.approx(
+        (total.fresh * 2.0 + 300 * 0.5 + total.generated * 8.0) / 1e6
+    )
+    assert cost(total, (1.0, 1.0)) == pytest.approx((total.prompt + total.generated) / 1e6)  # cached: input
+
+
+def test_a_request_the_server_did_not_count_is_apart_and_a_cost_says_at_least() -> None:
+    counted = RequestRecord(1, "native", 8192, 7000, 5000, 10, 30, prompt_tokens=1000, completion_tokens=50)
+    counted.cached_tokens = 2000  # more than the prompt: believed up to the prompt
+    silent = RequestRecord(2, "native", 8192, 7000, 5000, 10, 30)
+    usage = reply_usage(Reply("q", requests=[counted, silent], seconds=1.5))
+    assert (usage.fresh, usage.cached, usage.generated) == (0, 1000, 50)
+    assert (usage.uncounted, usage.seconds) == (1, 1.5)
+    assert usage_parts(usage, (1.0, 2.0)) == [
+        "0 prompt tokens afresh",
+        "1,000 from the cache",
+        "50 generated",
+        "1 request not counted",
+        "cost 0.0011 (at least)",
+    ]
+    counted.cached_tokens = None  # a server that never says what it cached: fresh and cached not told apart
+    assert usage_parts(reply_usage(Reply("q", requests=[counted])))[0] == (
+        "1,000 prompt tokens (the server reports no cache)"
+    )
+
+
+@pytest.mark.parametrize("price", [(1.0,), (1.0, 2.0, 3.0, 4.0), (-1.0, 2.0), ("1", 2.0), (True, 1.0)])
+def test_a_price_that_is_not_two_or_three_amounts_is_refused(project: Path, price: Any) -> None:
+    with pytest.raises(ValueError, match="per million tokens"):
+        Agent(server=ScriptedServer([]), workspace=project, price=price)
+    agent = Agent(server=ScriptedServer([]), workspace=project)
+    with pytest.raises(ValueError, match="per million tokens"):
+        agent.price = price
+
+
+def test_the_price_and_each_replys_time_are_saved_and_loaded_back(project: Path) -> None:
+    agent = scripted_session(project, price=(0.15, 0.6))
+    loaded = Agent.load(agent.save(project / "s.json"), server=ScriptedServer([]))
+    assert loaded.price == (0.15, 0.6)
+    assert [r.seconds for r in loaded.replies] == [r.seconds for r in agent.replies]
+    assert loaded.usage == agent.usage
+
+
+def test_the_final_status_line_and_the_session_repr_show_the_gauge_escaped(project: Path) -> None:
+    agent = Agent(server=CachingServer([READ, "It sets x to 1."], cached=40), workspace=project)
+    view = ReplyView("q", style="text", write=lambda text: None, price=(1.0, 4.0))
+    agent.run("What does a.py set?", on_event=view.handle)
+    usage = reply_usage(agent.replies[0])
+    status = view.status.text()
+    gauge = f"{usage.fresh:,} prompt tokens afresh · 80 from the cache · {usage.generated:,} generated"
+    assert gauge in status
+    assert f"cost {money(cost(usage, (1.0, 4.0)) or 0)}" in status
+    assert status.endswith(" s")
+    text = reprs.agent_text(agent)
+    assert "80 from the cache" in text
+    assert "2 requests" in text
+    assert "cost" not in text
+    agent.price = (1.0, 4.0)
+    assert "cost " in reprs.agent_text(agent)
+    # The display escapes whatever it is given (a hand-made Usage included): no markup gets through.
+    view.status.outcome = "<b>done</b>"
+    assert "<b>done" not in view.status.html()
+    assert "&lt;b&gt;done" in view.status.html()
+    assert "80 from the cache" in reprs.agent_html(agent)
+
+
+def test_a_status_line_without_server_counts_shows_no_gauge() -> None:
+    line = StatusLine(12, outcome="answered", usage=Usage(requests=2, uncounted=2))
+    assert "afresh" not in line.text()
+    assert "afresh" not in StatusLine(12).text()  # not while the reply runs
+
+
+def test_a_replay_counted_by_a_real_server_takes_its_counts_and_the_saved_words(project: Path) -> None:
+    path = scripted_session(project).save(project / "s.json")
+    counter = CachingServer([""] * 4, cached=7)
+    replay = Agent.replay_server(path, counted_by=counter)
+    replayed = Agent(server=replay, workspace=project)  # type: ignore[arg-type]
+    assert replayed.run("What does a.py set?").text == "It sets **x** to 1."
+    assert len(counter.requests) == 2
+    assert [r.cached_tokens for r in replayed.replies[0].requests] == [7, 7]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -24,11 +25,12 @@ from .tools import Approve, CommandsMode, EditsMode, Workspace
 from .tools.denied import SecretFiles
 from .tools.kernel import KERNEL_SECONDS, MAIN, CellsMode, Kernel, KernelMode
 from .tools.registry import TOOLS
+from .usage import Price, Usage, check_price, session_usage
 
 if TYPE_CHECKING:
     import os
 
-    from .scripted import ScriptedServer
+    from .scripted import ReplayServer, ScriptedServer
     from .sessions import Restored
 
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
@@ -62,6 +64,8 @@ class Agent:
     the magic passes) gives the kernel tools: ``cell_history``, ``run_python`` (``kernel``: ask, allow or
     off; ``kernel_seconds`` its time limit) and ``propose_cell`` (``cells``: review or insert).
     ``save``, ``load`` and ``export`` keep a session past the kernel (:mod:`twinny_magics.sessions`).
+    ``price`` (``(input, output)`` or ``(input, output, cached input)``, money per million tokens; no
+    price is built in) turns the usage gauge (:attr:`usage`, the status line) into a cost.
     """
 
     #: Where a session made by :meth:`load` came from, and what its loading had to say (else None).
@@ -104,6 +108,7 @@ class Agent:
         kernel: KernelMode = "ask",
         cells: CellsMode = "review",
         kernel_seconds: float = KERNEL_SECONDS,
+        price: Sequence[float] | None = None,
     ) -> None:
         if tool_descriptions and tools is not None:
             raise ValueError(
@@ -126,6 +131,7 @@ class Agent:
         if not kernel_seconds > 0:
             raise ValueError(f"kernel_seconds {kernel_seconds!r}: give a time limit above 0 seconds.")
         self.search = search
+        self._price = check_price(price)
         self.shell = shell
         self.kernel_mode: KernelMode = kernel
         self.cells: CellsMode = cells
@@ -191,6 +197,21 @@ class Agent:
         """The notes the next reply carries: after its question, as a tool result (data, not the user's)."""
         plan = self.plan or plan_context(8192, self.estimator.ratio)
         return turn_notes(self.note_entries, plan.notes_chars)
+
+    @property
+    def price(self) -> Price | None:
+        """Money per million tokens, ``(input, output[, cached input])``; None: the gauge shows no cost."""
+        return self._price
+
+    @price.setter
+    def price(self, value: Sequence[float] | None) -> None:
+        self._price = check_price(value)
+
+    @property
+    def usage(self) -> Usage:
+        """What the session's replies asked of the server: prompt tokens afresh and cached, generated
+        tokens, requests and time (see :mod:`twinny_magics.usage`; ``price`` makes it a cost)."""
+        return session_usage(self.replies)
 
     @property
     def server(self) -> ModelServer | None:
@@ -293,11 +314,15 @@ class Agent:
         return files.export(self, path)
 
     @staticmethod
-    def replay_server(path: str | os.PathLike[str]) -> ScriptedServer:
-        """A scripted server that gives back the model replies saved at ``path`` (replay, no model)."""
+    def replay_server(path: str | os.PathLike[str], counted_by: Any = None) -> ScriptedServer | ReplayServer:
+        """A scripted server that gives back the model replies saved at ``path`` (replay, no model).
+
+        With ``counted_by`` (a real server) every request is also sent to it for one token, so the counts,
+        the window and the prompt cache are real; only the model's words are the saved ones.
+        """
         from .sessions import files  # noqa: PLC0415
 
-        return files.replay_server(path)
+        return files.replay_server(path, counted_by)
 
     def __repr__(self) -> str:
         server = f"{self._server.kind} {self._server.model}" if self._server else "not connected yet"
@@ -363,6 +388,7 @@ class Agent:
         loop = self._build_loop()
         notes = self.notes
         reply = Reply(question=question)
+        started = time.monotonic()
         try:
             reply = await loop.reply(question, self._history(), emit, reply=reply, notes=notes)
         except asyncio.CancelledError:
@@ -372,6 +398,7 @@ class Agent:
             raise
         finally:
             reply.question = question
+            reply.seconds = time.monotonic() - started
             self.replies.append(reply)
             for step in reply.steps:
                 self.note_entries.extend(NoteEntry(r.call, r.full_text) for r in step.results)

@@ -140,6 +140,8 @@ class Reply:
     error: str | None = None
     #: What the loop gave the model before its first step (the workspace map and the evidence), if any.
     head_start: ToolResult | None = None
+    #: How long the reply took, from its question to its end (set by the session; None when not timed).
+    seconds: float | None = None
 
 
 @dataclass(frozen=True)

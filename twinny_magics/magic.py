@@ -8,6 +8,11 @@ How a session is chosen: options that define it (server, model, kind, workspace,
 make a new session when they change; every other option (mode, steps, edits, commands) applies to the
 cell it is written on. ``%agent use NAME`` adopts an `Agent` made in the notebook (e.g. over a
 `ScriptedServer`); tests and embedders may also set ``TwinnyMagics.session_factory``.
+
+A session the magic made (or loaded) saves itself after every reply, so a restarted kernel loses no
+turn: one file per session in the hidden ``.twinny_sessions/`` folder of the workspace, rewritten whole
+each time. The first ``%%agent`` cell of a fresh kernel then offers the folder's newest session with the
+command that resumes it — never resumed by itself, since the new cell may be about something else.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from IPython.core import magic as _magic
@@ -125,6 +131,11 @@ class TwinnyMagics(Magics):
         None, allow_none=True, help="The folder the tools see; unset: the kernel's working directory."
     ).tag(config=True)
     quiet = Bool(False, help="Show only the answer.").tag(config=True)
+    autosave = Bool(
+        True,
+        help="Save the session after every reply, in .twinny_sessions/<session id>.json in the workspace "
+        "(a folder the tools never show); the first cell of a new kernel offers to resume the newest.",
+    ).tag(config=True)
     timeout = Float(
         None, allow_none=True, help="Seconds a reply may go silent before it is given up (default 300)."
     ).tag(config=True)
@@ -156,6 +167,11 @@ class TwinnyMagics(Magics):
         self._view: ReplyView | None = None
         self._manage_approvals = True
         self._panels: list[EditPanel] = []
+        # Autosave: the session being saved and its file; whether it was adopted (never saved: it is the
+        # notebook's own object); whether this kernel's earlier session was offered yet (once).
+        self._autosaving: tuple[Agent, Path] | None = None
+        self._adopted = False
+        self._offered = False
 
     # -- the magic -------------------------------------------------------------------------------------
 
@@ -193,6 +209,12 @@ class TwinnyMagics(Magics):
     @argument(
         "--timeout", type=float, metavar="S", help="give a reply up after S silent seconds (default 300)"
     )
+    @argument(
+        "--autosave",
+        choices=["on", "off"],
+        help="save the session after this reply, in .twinny_sessions/ (default on; %%config "
+        "TwinnyMagics.autosave)",
+    )
     @argument("--new", action="store_true", help="start a new session (forget earlier turns)")
     @argument("--quiet", action="store_true", default=None, help="show only the answer")
     @line_cell_magic
@@ -209,7 +231,10 @@ class TwinnyMagics(Magics):
         %agent discard [N…] discard them
         %agent use NAME     make the Agent in variable NAME the session (e.g. over a ScriptedServer)
         %agent save [PATH]  write the session to PATH as JSON (default: .twinny_sessions/<time>.json
-                            next to the notebook, a folder the tools never show); never the API key
+                            next to the notebook, a folder the tools never show); never the API key.
+                            Sessions also save there by themselves after every reply (--autosave off,
+                            %config TwinnyMagics.autosave = False to stop), and a new kernel's first
+                            cell says which %agent load resumes the last one
         %agent load PATH    resume a saved session: its turns, notes and learned ratio, on the server
                             configured now (else the saved address); its edits are never applied
         %agent export PATH  a transcript: PATH.md (Markdown) or PATH.html (the cell's pieces, inert)
@@ -225,9 +250,9 @@ class TwinnyMagics(Magics):
                             --mode/--grammar/--workspace for both. See twinny_magics.experiment.
 
         Defaults for every option: %config TwinnyMagics.<option> = value (server, model, kind, mode,
-        steps, edits, commands, window, workspace, quiet, api_key, output); options on the %%agent line
-        override them for that cell. Changing server, model, kind, workspace, window or api key starts
-        a new session. The kernel's stop button stops a reply; the session keeps working.
+        steps, edits, commands, window, workspace, quiet, autosave, api_key, output); options on the
+        %%agent line override them for that cell. Changing server, model, kind, workspace, window or api
+        key starts a new session. The kernel's stop button stops a reply; the session keeps working.
         """
         if cell is None:
             return self._line(line)
@@ -276,6 +301,7 @@ class TwinnyMagics(Magics):
             approvals=approve is not None and approve == self._approve,
         )
         self._view = view
+        self._offer_resume(session)
         kernel = getattr(session, "kernel", None)
         if kernel is not None:
             # A cell proposed in this reply can be inserted only where a live notebook takes the payload.
@@ -295,6 +321,8 @@ class TwinnyMagics(Magics):
             self._view = None
             self._insert_cells(kernel)
             self._panels = [p for p in self._panels if p.item.status == "pending"] + view.edit_panels
+            if self.autosave if args.autosave is None else args.autosave == "on":
+                self._autosave(session)
 
     def _insert_cells(self, kernel: Any) -> None:
         """The cells chosen in this reply, put below the question as one new cell (not run).
@@ -372,6 +400,7 @@ class TwinnyMagics(Magics):
 
             factory = Agent
         self._session_key = key
+        self._adopted = False
         session: Agent = factory(
             base_url=options["server"],
             model=options["model"],
@@ -449,6 +478,67 @@ class TwinnyMagics(Magics):
         """Whether this cell can ask for approval is known only when it runs (see _approver)."""
         session.configure(approve=approve)
 
+    # -- autosave --------------------------------------------------------------------------------------
+
+    def _autosave(self, session: Agent) -> None:
+        """Save ``session`` after a reply; a failure is one warning line, never an exception.
+
+        The reply has already been shown and kept in the session, so a folder that cannot be written
+        (read-only, a full disk) costs only the copy on disk; the previous file stays whole.
+        """
+        from twinny_magics.errors import TwinnyError  # noqa: PLC0415
+
+        if self._adopted or not session.replies:
+            return
+        try:
+            session.save(self._autosave_path(session))
+        except (TwinnyError, OSError) as error:
+            self._notice(
+                "warning",
+                f"Autosave failed: {error} Save it elsewhere with %agent save PATH, or "
+                "stop trying with --autosave off.",
+            )
+
+    def _autosave_path(self, session: Agent) -> Path:
+        """This session's file: kept for its life; a session loaded from the folder goes on in its file."""
+        from twinny_magics.sessions.files import autosave_path, in_folder  # noqa: PLC0415
+
+        if self._autosaving is not None and self._autosaving[0] is session:
+            return self._autosaving[1]
+        workspace = Path(session.workspace)
+        restored = session.restored
+        loaded = Path(restored.path) if restored is not None else None
+        path = loaded if loaded is not None and in_folder(loaded, workspace) else autosave_path(workspace)
+        self._autosaving = (session, path)
+        return path
+
+    def _offer_resume(self, session: Agent) -> None:
+        """Once a kernel: name the folder's newest saved session and the command that resumes it."""
+        if self._offered:
+            return
+        self._offered = True
+        if self._adopted or session.restored is not None or session.replies:
+            return  # a session of this kernel already: nothing was lost to resume
+        from twinny_magics.sessions.files import latest  # noqa: PLC0415
+
+        found = latest(Path(session.workspace))
+        if found is None:
+            return
+        path, saved_at = found
+        shown = os.path.relpath(path)
+        command = f"%agent load {shlex.quote(str(path) if shown.startswith('..') else shown)}"
+        self._notice(
+            "resume",
+            f"This notebook's last session was saved {saved_at}. {command} resumes it (its turns, notes and "
+            "learned ratio); this cell starts a new one.",
+        )
+
+    def _notice(self, kind: str, text: str) -> None:
+        from twinny_magics.display.items import NoticeItem  # noqa: PLC0415
+
+        item = NoticeItem(kind, text)
+        self._show(item.html(), item.text())
+
     # -- showing a reply -------------------------------------------------------------------------------
 
     def _style(self) -> str:
@@ -470,6 +560,7 @@ class TwinnyMagics(Magics):
             # Buttons only where someone can press them; a saved notebook keeps no widget anyway.
             with_buttons=self._someone_watches(),
             approval_subshell=buttons.kernel_subshell(kernel) if approvals else None,
+            price=getattr(session, "price", None),  # an adopted session may predate the gauge
         )
 
     def _show(self, html: str, text: str) -> None:
@@ -546,6 +637,7 @@ class TwinnyMagics(Magics):
         self._manage_approvals = getattr(session, "approve", None) is None
         self._session = session
         self._session_key = self._key(self._defaults())
+        self._adopted = True
         self._baseline = {
             "mode": session.requested_mode,
             "steps": session.settings.steps,
@@ -565,6 +657,7 @@ class TwinnyMagics(Magics):
         if len(rest) > 1:
             raise UsageError("%agent save [PATH]: write the session to PATH (default: .twinny_sessions/).")
         session = self.session
+        self._offered = True  # a session saved by hand is the one to resume: no need to offer another
         try:
             path = session.save(rest[0] if rest else default_path(os.getcwd()))
         except TwinnyError as error:
@@ -610,6 +703,7 @@ class TwinnyMagics(Magics):
         except (TwinnyError, TypeError) as error:
             raise UsageError(str(error)) from None
         self._session, self._session_key, self._manage_approvals = session, self._key(options), True
+        self._adopted, self._offered = False, True
         # Like an adopted session: cells fall back to the loaded settings, not to the %config defaults.
         self._baseline = {
             "mode": session.requested_mode,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .inert import inert
+from .usage import usage_line
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -336,6 +337,8 @@ def session_rows(agent: Agent) -> list[tuple[str, str]]:
         ),
         ("ratio", f"{agent.estimator.ratio:.3f} chars/token ({len(agent.estimator.history)} server counts)"),
         ("replies", str(len(agent.replies))),
+        # The server's counts over every reply: prompt tokens afresh and cached, generated, cost if priced.
+        ("usage", usage_line(agent.usage, agent.price)),
         (
             "pending edits",
             "; ".join(f"{i}. {getattr(e, 'path', e)}" for i, e in enumerate(edits, 1)) or "none",

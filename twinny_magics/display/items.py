@@ -15,6 +15,7 @@ from twinny_magics.conversation import ToolCall, ToolResult
 from twinny_magics.display.markdown import markdown_html
 from twinny_magics.display.terminal import command_lines, command_shape, visible_parts
 from twinny_magics.reprs import FONT, MONO, WindowPicture, esc, n, plain, sendable
+from twinny_magics.usage import Price, Usage, usage_parts
 
 NOTICE_COLOURS = {"warning": "#b8860b", "fallback": "#2a7ab8", "error": "#c62828"}
 NOTICE_MARKS = {"warning": "⚠", "fallback": "↺", "error": "✖"}
@@ -70,7 +71,11 @@ def short_arguments(call: ToolCall) -> str:
 
 @dataclass
 class StatusLine(Item):
-    """The live line at the top of a reply: the step, what is running, the tokens, the time."""
+    """The live line at the top of a reply: the step, what is running, the tokens, the time.
+
+    Once the reply is over it also carries the usage gauge, from the server's counts: prompt tokens
+    evaluated afresh and read from its cache, tokens generated, and with a ``price`` the cost.
+    """
 
     steps: int
     step: int = 0
@@ -83,6 +88,8 @@ class StatusLine(Item):
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     outcome: str | None = None
+    usage: Usage | None = None
+    price: Price | None = None
 
     def text(self) -> str:
         """One line: ``step 2/12 · running read_file · ~1,234 tokens (server 1,300) · 1.2 s``."""
@@ -99,6 +106,9 @@ class StatusLine(Item):
             parts.append(tokens)
         if self.ratio is not None:
             parts.append(f"{self.ratio:.2f} chars/token")
+        usage = self.usage
+        if self.outcome and usage is not None and (usage.requests > usage.uncounted or usage.generated):
+            parts += usage_parts(usage, self.price)
         parts.append(f"{elapsed:.1f} s")
         return " · ".join(parts)
 

@@ -46,6 +46,7 @@ from twinny_magics.events import (
 )
 from twinny_magics.notes import NO_ANSWER
 from twinny_magics.reprs import WindowPicture, n, plain, sendable
+from twinny_magics.usage import Price, reply_usage
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,7 @@ class ReplyView:
         with_buttons: bool = False,
         approval_subshell: str | None = None,
         write: Callable[[str], Any] | None = None,
+        price: Price | None = None,
     ) -> None:
         self.question = question
         self.style: Style = style
@@ -167,7 +169,8 @@ class ReplyView:
         self.approval_subshell = approval_subshell
         self._write = write
         self.items: list[Item] = []
-        self.status = StatusLine(steps)
+        # The price turns the usage the status line ends with into a cost (see twinny_magics.usage).
+        self.status = StatusLine(steps, price=price)
         self.requests: list[RequestItem] = []
         self.calls: dict[str, CallItem] = {}
         self.texts: dict[int, TextItem] = {}
@@ -439,6 +442,7 @@ class ReplyView:
                     f"{waiting} edit(s) wait for review: %agent apply or %agent discard.",
                     always=True,
                 )
+        self.status.usage = reply_usage(reply)
         outcome = OUTCOMES.get(reply.stopped, reply.stopped)
         if reply.stopped == "steps":
             outcome += f" ({self.status.steps})"

@@ -3,9 +3,11 @@
 - ``reading``   `Reader`, the checked reading of JSON a person may have edited; `SessionFileError`
 - ``replies``   a reply as JSON and back (shared with saved experiment results); `SavedEdit`
 - ``document``  the session document: what is saved, masked; reading it back; `restore`
-- ``files``     the file: atomic write, bounded read, the default place (``.twinny_sessions/``)
+- ``files``     the file: atomic write, bounded read, the default place (``.twinny_sessions/``), each
+                autosaved session's own file there, and the newest one (what a new kernel offers)
 - ``export``    a Markdown or HTML transcript
-- ``replay``    a `ScriptedServer` that replays the saved model replies
+- ``replay``    a `ScriptedServer` that replays the saved model replies (a `ReplayServer` when a real
+                server counts the requests)
 
 Only ``files`` does I/O. Nothing here imports the session (`Agent`) at run time: it is passed in.
 """

@@ -31,6 +31,7 @@ from twinny_magics.sessions.replies import (
     reply_from_json,
     reply_to_json,
 )
+from twinny_magics.usage import check_price
 
 if TYPE_CHECKING:
     from twinny_magics.agent import Agent
@@ -122,6 +123,7 @@ def agent_options(agent: Agent) -> dict[str, Any]:
         "window": agent.requested_window,
         "secret_files": agent.secret_files,
         "tool_descriptions": dict(agent.tool_descriptions),
+        "price": list(agent.price) if agent.price is not None else None,
     }
 
 
@@ -220,6 +222,10 @@ def _options(r: Reader) -> dict[str, Any]:
     s = r.obj("settings")
     secret_files = s.texts("secret_files") if s.data.get("secret_files") is not None else None
     extra = s.raw_dict("extra") if s.data.get("extra") is not None else None
+    try:
+        price = check_price(s.items("price") if s.data.get("price") is not None else None)
+    except ValueError as error:
+        raise SessionFileError(f"settings.price: {error}") from None
     descriptions = s.raw_dict("tool_descriptions")
     if not all(isinstance(v, str) for v in descriptions.values()):
         raise SessionFileError("settings.tool_descriptions: expected text for each tool")
@@ -248,6 +254,7 @@ def _options(r: Reader) -> dict[str, Any]:
         "window": s.opt_whole("window"),
         "secret_files": secret_files,
         "tool_descriptions": descriptions,
+        "price": price,
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +30,7 @@ from twinny_magics.sessions.reading import SessionFileError
 if TYPE_CHECKING:
     from twinny_magics.agent import Agent
     from twinny_magics.loop import ModelServer
-    from twinny_magics.scripted import ScriptedServer
+    from twinny_magics.scripted import ReplayServer, ScriptedServer
 
 #: The folder ``%agent save`` writes to, next to the notebook; the workspace tools never show it.
 FOLDER = ".twinny_sessions"
@@ -45,6 +46,42 @@ def default_path(folder: str | os.PathLike[str]) -> Path:
         number += 1
         path = base.with_name(f"{base.name}-{number}.json")
     return path
+
+
+def autosave_path(folder: str | os.PathLike[str]) -> Path:
+    """A new session's own file in ``folder``'s hidden sessions folder: ``<time>-<6 hex digits>.json``.
+
+    The random part keeps two sessions started in the same second (two notebooks in one folder) apart;
+    the time first keeps the folder's listing in the order the sessions began.
+    """
+    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.json"
+    return _absolute(folder) / FOLDER / name
+
+
+def in_folder(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a file of ``folder``'s hidden sessions folder (an autosave may go on in it)."""
+    return os.path.realpath(Path(path).parent) == os.path.realpath(Path(folder) / FOLDER)
+
+
+def latest(folder: str | os.PathLike[str]) -> tuple[Path, str] | None:
+    """The newest session file in ``folder``'s hidden sessions folder and when it was written, or None.
+
+    Only the file's name and time are read (a load reads the rest): the folder is looked at before every
+    new kernel's first reply, and a session file can be large.
+    """
+    found: list[tuple[float, Path]] = []
+    try:
+        with os.scandir(Path(folder) / FOLDER) as entries:
+            for entry in entries:
+                # Skipped: a save's temporary file (``.name.json.<random>.part``) and anything not a file.
+                if entry.name.endswith(".json") and not entry.name.startswith(".") and entry.is_file():
+                    found.append((entry.stat().st_mtime, Path(entry.path)))
+    except OSError:
+        return None
+    if not found:
+        return None
+    when, path = max(found)
+    return _absolute(path), time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
 
 
 def write_atomic(path: Path, chunks: Iterable[str]) -> None:
@@ -223,8 +260,9 @@ def export(agent: Agent, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def replay_server(path: str | os.PathLike[str]) -> ScriptedServer:
-    """A scripted server queued with the model replies saved at ``path`` (see :mod:`.replay`)."""
+def replay_server(path: str | os.PathLike[str], counted_by: Any = None) -> ScriptedServer | ReplayServer:
+    """A scripted server queued with the model replies saved at ``path``; with ``counted_by`` (a real
+    server) each request is also counted by it (see :mod:`.replay`)."""
     from twinny_magics.sessions.replay import replay_server as scripted  # noqa: PLC0415
 
-    return scripted(read(path))
+    return scripted(read(path), counted_by)

@@ -83,6 +83,7 @@ def reply_to_json(reply: Reply) -> dict[str, Any]:
         "notices": [asdict(notice) for notice in reply.notices],
         "pending": [edit_to_json(edit) for edit in reply.pending],
         "head_start": result_to_json(reply.head_start) if reply.head_start is not None else None,
+        "seconds": reply.seconds,
     }
 
 
@@ -158,4 +159,5 @@ def reply_from_json(data: dict[str, Any] | Reader) -> Reply:
         notices=[Notice(n.text("kind"), n.text("text")) for n in r.objs("notices", [])],
         pending=[edit_from_json(e) for e in r.objs("pending", [])],
         head_start=result_from_json(head_start) if head_start is not None else None,
+        seconds=r.opt_real("seconds"),
     )
