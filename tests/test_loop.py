@@ -553,3 +553,18 @@ def test_a_result_the_window_cannot_hold_is_cut_to_fit_instead_of_trimmed_unseen
     assert any(result.output in str(m.get("content")) for m in second)
     assert reply.requests[1].prompt_tokens is not None
     assert reply.requests[1].prompt_tokens <= loop.plan.limit  # type: ignore[union-attr]
+
+
+def test_each_request_records_the_time_to_its_first_token_and_the_usage_line_says_it(tmp_path: Path) -> None:
+    """On a CPU the wait before the first token is mostly the server reading the prompt afresh."""
+    server = ScriptedServer([Scripted("Slow start.", delay=0.05), Scripted("Quick.")])
+    events: list[Any] = []
+    agent = Agent(server=server, workspace=tmp_path)
+    first = agent.run("Hello there, one?", events.append).requests[-1].first_token_seconds
+    second = agent.run("Hello there, two?").requests[-1].first_token_seconds
+    assert first is not None
+    assert second is not None
+    assert first >= 0.05 > second
+    usage = [e for e in events if type(e).__name__ == "UsageReported"]
+    assert usage
+    assert usage[-1].first_token_seconds == first

@@ -90,6 +90,9 @@ class UsageReported:
     completion_tokens: int | None
     cached_tokens: int | None
     ratio: float
+    #: Seconds from sending the request to the first streamed token (text or call): on a CPU, mostly the
+    #: server reading the prompt afresh. None when nothing streamed.
+    first_token_seconds: float | None = None
 
 
 @dataclass
@@ -113,6 +116,8 @@ class RequestRecord:
     #: The reply's call was finished by a second request held to the call grammar (``grammar="lazy"``):
     #: it continued the reply from its call marker. The counts above stay this request's own.
     continued: bool = False
+    #: Seconds from sending the request to its first streamed token (see UsageReported).
+    first_token_seconds: float | None = None
 
 
 @dataclass

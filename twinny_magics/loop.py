@@ -796,8 +796,11 @@ class _Run:
         so its usage is kept in ``reading`` instead of teaching the estimate).
         """
         stream = self.loop.server.stream(request)
+        sent = time.monotonic()
         try:
             async for chunk in stream:
+                if record.first_token_seconds is None and not isinstance(chunk, wire.Usage | wire.Finish):
+                    record.first_token_seconds = round(time.monotonic() - sent, 3)
                 if isinstance(chunk, wire.TextDelta):
                     text = chunk.text
                     if len(text) > reading.room:
@@ -902,6 +905,7 @@ class _Run:
                 record.completion_tokens,
                 None,
                 loop.estimator.ratio,
+                record.first_token_seconds,
             )
         )
 
@@ -939,6 +943,7 @@ class _Run:
                     chunk.completion_tokens,
                     chunk.cached_tokens,
                     loop.estimator.ratio,
+                    record.first_token_seconds,
                 )
             )
         elif isinstance(chunk, wire.Finish):

@@ -402,7 +402,11 @@ class ReplyView:
             request.picture = replace(request.picture, server=event.prompt_tokens)
             # The count itself is on the bar; this line says what was learned from it.
             cached = f"; {n(event.cached_tokens)} of them cached by the server" if event.cached_tokens else ""
-            request.usage = f"ratio now {event.ratio:.2f} chars/token{cached}"
+            fresh = event.prompt_tokens - min(event.cached_tokens or 0, event.prompt_tokens)
+            afresh = f", {n(fresh)} read afresh" if event.cached_tokens else ""
+            first = event.first_token_seconds
+            waited = f"; first token after {first:.1f} s" if first is not None else ""
+            request.usage = f"ratio now {event.ratio:.2f} chars/token{cached}{afresh}{waited}"
             if not self.quiet:
                 self._refresh(request)
                 self._end_text_line()

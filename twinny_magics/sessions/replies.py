@@ -123,6 +123,7 @@ def request_from_json(data: Reader) -> RequestRecord:
         last=data.flag("last", False),
         retried=data.opt_text("retried"),
         continued=data.flag("continued", False),
+        first_token_seconds=data.opt_real("first_token_seconds"),
     )
 
 
