@@ -49,7 +49,9 @@ def scripted(*replies: Scripted | str, window: int = 4096) -> ScriptedServer:
 def test_the_first_request_carries_the_map_and_the_evidence_after_the_question(tmp_path: Path) -> None:
     server = scripted("12.5 seconds.")
     events: list[Event] = []
-    reply = Agent(server=server, workspace=project(tmp_path)).run(QUESTION, on_event=events.append)
+    reply = Agent(server=server, workspace=project(tmp_path), workspace_map=True).run(
+        QUESTION, on_event=events.append
+    )
     assert reply.text == "12.5 seconds."
     start = reply.head_start
     assert start is not None
@@ -120,7 +122,7 @@ def test_in_native_mode_planted_text_in_the_evidence_is_only_ever_in_a_tool_mess
 
 def test_options_turn_each_part_off_and_small_talk_gets_none(tmp_path: Path) -> None:
     root = project(tmp_path)
-    only_map = Agent(server=scripted("ok"), workspace=root, evidence=False).run(QUESTION)
+    only_map = Agent(server=scripted("ok"), workspace=root, workspace_map=True, evidence=False).run(QUESTION)
     assert only_map.head_start is not None
     assert "Workspace map" in only_map.head_start.output
     assert "ranked search" not in only_map.head_start.output
@@ -160,7 +162,7 @@ def test_the_head_start_is_trimmed_first_when_the_window_fills(tmp_path: Path) -
     ]
     server = scripted(*reads, "Done.", window=2800)
     events: list[Event] = []
-    Agent(server=server, workspace=root).run(QUESTION, on_event=events.append)
+    Agent(server=server, workspace=root, workspace_map=True).run(QUESTION, on_event=events.append)
     trims = [e for e in events if isinstance(e, ResultsTrimmed)]
     assert trims, "the window should have filled"
     assert trims[0].keys[0] == HEAD_START_KEY

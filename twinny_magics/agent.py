@@ -95,7 +95,7 @@ class Agent:
         max_unusable_steps: int = 3,
         look_first: bool = False,
         edit_first: bool = True,
-        workspace_map: bool = True,
+        workspace_map: bool = False,
         evidence: bool = True,
         search: bool = True,
         head_start_share: float = HEAD_START_SHARE,

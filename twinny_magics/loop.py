@@ -166,7 +166,9 @@ class LoopSettings:
     #: The head start, in the first request of a reply about the workspace (tools that offer
     #: ``head_start``, as the workspace does): a map of the workspace ranked for the question, and the
     #: parts of files that best match its words, within ``head_start_share`` of the window.
-    workspace_map: bool = True
+    #: Off by default: measured, the evidence alone answers more than the map and the evidence together
+    #: (a 1.5B model, 37 tasks: 24 against 19), which gives the evidence all of the share.
+    workspace_map: bool = False
     evidence: bool = True
     head_start_share: float = HEAD_START_SHARE
 

@@ -120,9 +120,9 @@ class TwinnyMagics(Magics):
     ).tag(config=True)
     head_start = Enum(
         list(HEAD_START_PARTS),
-        "on",
-        help="What the first request of a reply gets before the model looks: on (a map of the workspace and "
-        "the best-matching parts of files), map, evidence, off.",
+        "evidence",
+        help="What the first request of a reply gets before the model looks: evidence (the best-matching "
+        "parts of files; the default), on (a map of the workspace too), map, off.",
     ).tag(config=True)
     window = Int(
         None, allow_none=True, help="The window to load the model with (Ollama num_ctx, the embedded server)."
@@ -200,8 +200,8 @@ class TwinnyMagics(Magics):
         "--head-start",
         dest="head_start",
         choices=list(HEAD_START_PARTS),
-        help="before the model looks: a map of the workspace and the best-matching lines (on), map, "
-        "evidence or off",
+        help="before the model looks: the best-matching lines (evidence, the default), with a map of the "
+        "workspace (on), the map alone (map), or nothing (off)",
     )
     @argument("--window", type=int, metavar="N", help="load the model with an N-token window")
     @argument("--workspace", metavar="DIR", help="the folder the tools see (default: the notebook's)")
