@@ -638,16 +638,7 @@ class TwinnyMagics(Magics):
         self._session = session
         self._session_key = self._key(self._defaults())
         self._adopted = True
-        self._baseline = {
-            "mode": session.requested_mode,
-            "steps": session.settings.steps,
-            "edits": session.edits,
-            "commands": session.commands,
-            "grammar": session.settings.grammar,
-            "temperature": session.settings.temperature,
-            "kernel": getattr(session, "kernel_mode", None),
-            "cells": getattr(session, "cells", None),
-        }
+        self._baseline = _turn_settings(session)
         print(f"%%agent cells now use {rest[0]}: {session!r}")
 
     def _save(self, rest: list[str]) -> None:
@@ -705,16 +696,7 @@ class TwinnyMagics(Magics):
         self._session, self._session_key, self._manage_approvals = session, self._key(options), True
         self._adopted, self._offered = False, True
         # Like an adopted session: cells fall back to the loaded settings, not to the %config defaults.
-        self._baseline = {
-            "mode": session.requested_mode,
-            "steps": session.settings.steps,
-            "edits": session.edits,
-            "commands": session.commands,
-            "grammar": session.settings.grammar,
-            "temperature": session.settings.temperature,
-            "kernel": session.kernel_mode,
-            "cells": session.cells,
-        }
+        self._baseline = _turn_settings(session)
         turns = len(session.replies)
         print(
             f"Session loaded from {rest[0]}: {turns} earlier repl{'ies' if turns != 1 else 'y'}, "
@@ -733,6 +715,20 @@ class TwinnyMagics(Magics):
         except TwinnyError as error:
             raise UsageError(str(error)) from None
         print(f"Transcript of {len(self.session.replies)} replies written to {path}")
+
+
+def _turn_settings(session: Agent) -> dict[str, Any]:
+    """A session's own turn settings, which cells fall back to (an adopted or a loaded session)."""
+    return {
+        "mode": session.requested_mode,
+        "steps": session.settings.steps,
+        "edits": session.edits,
+        "commands": session.commands,
+        "grammar": session.settings.grammar,
+        "temperature": session.settings.temperature,
+        "kernel": getattr(session, "kernel_mode", None),
+        "cells": getattr(session, "cells", None),
+    }
 
 
 def load_ipython_extension(ip: InteractiveShell) -> None:
