@@ -12,7 +12,7 @@ fresh copy of the workspace, greedy (temperature 0) and seeded, edits applied on
 for every configuration (the tasks need only reading and editing). The configurations:
 
 - ``defaults``: our loop as a user gets it (``Agent()`` options untouched: mode ``auto``, the head start's
-  evidence and the search tool on; the workspace map off since this round, on in the earlier runs);
+  evidence on; since this round the workspace map and the search tool off, on in the earlier runs);
 - ``native`` / ``text``: our loop with ``mode="native"`` / ``mode="text"``;
 - ``none``: our loop without the head start and the search tool (the defaults before them);
 - ``map`` / ``search`` / ``evidence``: our loop with one part of the head start alone (run when named in

@@ -162,7 +162,9 @@ def test_the_head_start_is_trimmed_first_when_the_window_fills(tmp_path: Path) -
     ]
     server = scripted(*reads, "Done.", window=2800)
     events: list[Event] = []
-    Agent(server=server, workspace=root, workspace_map=True).run(QUESTION, on_event=events.append)
+    Agent(server=server, workspace=root, workspace_map=True, search=True).run(
+        QUESTION, on_event=events.append
+    )
     trims = [e for e in events if isinstance(e, ResultsTrimmed)]
     assert trims, "the window should have filled"
     assert trims[0].keys[0] == HEAD_START_KEY

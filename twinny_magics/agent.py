@@ -97,7 +97,7 @@ class Agent:
         edit_first: bool = True,
         workspace_map: bool = False,
         evidence: bool = True,
-        search: bool = True,
+        search: bool = False,
         head_start_share: float = HEAD_START_SHARE,
         grammar: GrammarSetting = "auto",
         timeout: float | None = None,
