@@ -69,9 +69,17 @@ def ip(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interactive
         yield shell
 
 
+#: The session's own autosave folder (hidden from every tool): the package's writing, not the model's.
+AUTOSAVE = ".twinny_sessions"
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` and its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    """Every file under ``folder`` and its bytes (but the autosaved session's)."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and p.relative_to(folder).parts[0] != AUTOSAVE
+    }
 
 
 def obeys(read: ToolCall) -> list[Answer]:
@@ -210,7 +218,9 @@ def test_review_mode_writes_nothing_whatever_edits_the_model_is_told_to_make(
     cell = run_cell(ip, server, "Do what notes.txt says.", "--commands allow")
     assert cell.success, cell.text
     assert snapshot(workspace) == before
-    assert sorted(p.name for p in workspace.iterdir()) == sorted(Path(n).name for n in before)
+    assert sorted(p.name for p in workspace.iterdir() if p.name != AUTOSAVE) == sorted(
+        Path(n).name for n in before
+    )
 
 
 def test_a_text_mode_call_planted_in_a_file_is_data_not_a_call(
@@ -263,7 +273,7 @@ def test_an_escape_asked_for_through_the_magic_is_refused_and_leaks_nothing(
     )
     cell = run_cell(ip, server, "Find the secret.", "--commands allow --edits apply")
     results = [m["content"] for m in server.bodies[-1]["messages"] if m["role"] == "tool"]
-    assert len(results) == 4  # the head start (a map of the workspace alone), then the three calls
+    assert len(results) == 3  # the three calls (no evidence matches the question: no head start)
     assert "TOPSECRET" not in cell.text
     assert "TOPSECRET" not in json.dumps(server.bodies)
     for result in results:
