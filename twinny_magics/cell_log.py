@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -302,6 +303,7 @@ def _is_magic_load(source: str) -> bool:
     return source.strip().startswith(("%load_ext", "get_ipython().run_line_magic('load_ext'"))
 
 
+@functools.cache
 def _library_prefixes() -> tuple[str, ...]:
     import sysconfig  # noqa: PLC0415
 
@@ -323,7 +325,7 @@ def value_text(value: object, shown: str | None) -> str:
         elif type(value) in (str, bytes):
             shown = cells.clip(repr(value), cells.VALUE_CHARS)
         else:
-            shown = (head and "") or f"a {type(value).__module__}.{type(value).__qualname__}"
+            shown = f"a {type(value).__module__}.{type(value).__qualname__}"
     return "\n".join(part for part in (head, shown) if part)
 
 

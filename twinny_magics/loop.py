@@ -465,8 +465,8 @@ class _Run:
                 f"{describe(choice).capitalize()}, as learned earlier in this process for this server and "
                 f"model: {choice.reason}.",
             )
-        await self._plan()  # the window decides which tools are offered, and the system prompt lists them
-        start = await self._head_start(question)
+        # The window decides which tools are offered (the system prompt lists them) and the head start's size.
+        start = await self._head_start(question, await self._plan())
         messages: list[Message] = [
             loop.system_message(),
             *history,
@@ -549,7 +549,7 @@ class _Run:
         self.emit(ReplyFinished(reply))
         return reply
 
-    async def _head_start(self, question: str) -> list[Message]:
+    async def _head_start(self, question: str, plan: ContextPlan) -> list[Message]:
         """The head start's messages (none when it is off, not offered, or the question is small talk).
 
         A pseudo-call and its result, like the notes: to the model, data a tool returned, after the
@@ -561,7 +561,6 @@ class _Run:
             return []
         if not needs_the_workspace(question):
             return []
-        plan = await self._plan()
         chars = plan.head_start_chars
         try:
             text = await asyncio.to_thread(

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from twinny_magics import cells
-from twinny_magics.cell_log import CellLog, TailWriter, shape_of
+from twinny_magics.cell_log import CellLog, TailWriter, value_text
 from twinny_magics.cells import CellRecord
 from twinny_magics.tools import variables
 
@@ -176,9 +176,8 @@ class _Interrupts:
 def _captured(shell: Any, log_: CellLog | None, record: CellRecord) -> Iterator[tuple[TailWriter, Any]]:
     """stdout/stderr into one bounded tail, rich outputs named into ``record``, ``clear_output`` kept
     from clearing the reply."""
-    tail = TailWriter(cells.PRINTED_CHARS, passthrough=sys.__stdout__)
     streams = (sys.stdout, sys.stderr)
-    tail.passthrough = streams[0]
+    tail = TailWriter(cells.PRINTED_CHARS, passthrough=streams[0])
     pub = getattr(shell, "display_pub", None)
     clear = getattr(pub, "clear_output", None) if pub is not None else None
     owner = threading.get_ident()
@@ -229,6 +228,7 @@ def run_code(shell: Any, code: str, seconds: float, number: int) -> RunOutcome:
     namespace = shell.user_ns
     value: object = None
     outcome = RunOutcome(record)
+    stopped_by_user = False
     with _captured(shell, log_, record) as (tail, _), _Interrupts(seconds) as interrupts:
         try:
             exec(compile(tree, filename, "exec"), namespace)
@@ -241,6 +241,7 @@ def run_code(shell: Any, code: str, seconds: float, number: int) -> RunOutcome:
                 outcome.timed_out = True
             elif interrupts.signalled:
                 record.stopped = "the user pressed the stop button"
+                stopped_by_user = True
             else:
                 record.error = cells.error_text(exc, log_.where)
             outcome.failed = True
@@ -253,10 +254,8 @@ def run_code(shell: Any, code: str, seconds: float, number: int) -> RunOutcome:
             record.printed, record.printed_chars = tail.text(), tail.total
     if value is not None and not outcome.failed:
         namespace["_"] = value
-        shape = shape_of(value)
-        text = variables.bounded_repr(value, chars=cells.VALUE_CHARS)
-        record.value = f"{shape}\n{text}" if shape else text
-    if record.stopped == "the user pressed the stop button":
+        record.value = value_text(value, variables.bounded_repr(value, chars=cells.VALUE_CHARS))
+    if stopped_by_user:
         raise Stopped(cells.cell_text(record))
     return outcome
 

@@ -200,10 +200,11 @@ class Workspace:
     def fit_window(self, window: int) -> list[str]:
         """Offer the tools for a window of ``window`` tokens; the names left out because it is small."""
         self.window = window
-        return [name for name in ROOMY_TOOLS if self.kernel is not None and self._cramped()]
+        return list(ROOMY_TOOLS) if self._cramped() else []
 
     def _cramped(self) -> bool:
-        return self.window is not None and self.window < ROOMY_WINDOW
+        """Whether the kernel tools of `ROOMY_TOOLS` are left out for a small window."""
+        return self.kernel is not None and self.window is not None and self.window < ROOMY_WINDOW
 
     async def run(self, call: ToolCall) -> ToolOutput:
         """Run one call; every problem the model can fix comes back as an ``is_error`` output.
@@ -224,7 +225,7 @@ class Workspace:
             return ToolOutput(OFF, is_error=True)
         if name == "run_python" and self.kernel_mode == "off":
             return ToolOutput(KERNEL_OFF, is_error=True)
-        if name in ROOMY_TOOLS and self.kernel is not None and self._cramped():
+        if name in ROOMY_TOOLS and self._cramped():
             return ToolOutput(self._unknown(name), is_error=True)
         try:
             args = bind(spec, call.arguments)
