@@ -35,7 +35,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from twinny_magics.agent import Agent
-from twinny_magics.events import CallFinished, CallStarted, Event, Reply
+from twinny_magics.events import CallFinished, CallStarted, Event, Reply, ReplyFinished
 
 SEED = 6
 STOPS = 20
@@ -211,6 +211,58 @@ def test_twenty_stops_at_random_moments_each_stop_at_once_and_leave_nothing_behi
     assert {"request before any call", "command during the call", "tool after the call"} <= set(landed), (
         landed
     )
+
+
+class _StoppedAtStart(threading.Thread):
+    """The reply's thread, with the stop landing at a chosen point of its start (set ``when``)."""
+
+    when = "before"
+
+    def start(self) -> None:
+        if self.name != "twinny-reply":  # the patch reaches every thread started meanwhile
+            super().start()
+            return
+        if self.when == "before":
+            raise KeyboardInterrupt  # before the thread exists: nothing of the reply ran
+        super().start()
+        if self.when == "running":  # once the reply's loop runs (past the start, its first steps taken)
+            wait_for(lambda: any(t.name == "twinny-reply" for t in threading.enumerate()), 2.0)
+            time.sleep(0.05)
+        raise KeyboardInterrupt  # "as": while start() waits for the new thread to say it began
+
+
+@pytest.mark.parametrize("when", ["before", "as", "running"])
+def test_a_stop_as_the_reply_thread_starts_still_records_a_stopped_reply(
+    server: HostileServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    # A stop pressed in a cell's first milliseconds lands while the reply's thread is being started (it
+    # once landed before the handler that cancels the reply: the reply ran on, unrecorded, after `run`
+    # gave control back).
+    import twinny_magics.agent as agent_module
+
+    agent = Agent(server.url, model=MODEL, kind="llamacpp", workspace=tmp_path)
+    assert run_as_a_cell(agent, "Warm up.")[0].text == HEALTHY  # type: ignore[union-attr]
+    asked = len(server.bodies)
+    server.queue(Answer(pieces=text_pieces(SLOW_WORDS), delay=0.02))
+    monkeypatch.setattr(_StoppedAtStart, "when", when)
+    monkeypatch.setattr(agent_module.threading, "Thread", _StoppedAtStart)
+    events: list[Event] = []
+    outcome, _ = run_as_a_cell(agent, "Stopped early.", events)
+    monkeypatch.undo()
+    assert isinstance(outcome, KeyboardInterrupt)
+    reply = agent.replies[-1]
+    assert (reply.question, reply.stopped) == ("Stopped early.", "stopped")
+    assert [n.text for n in reply.notices].count("Stopped.") == 1
+    assert sum(isinstance(e, ReplyFinished) for e in events) == 1
+    assert wait_for(lambda: not twinny_threads()), twinny_threads()
+    if when == "before":
+        assert len(server.bodies) == asked  # nothing was sent
+    assert len(agent.replies) == 2  # recorded once, by one thread or the other
+    server.clear()
+    answered, _ = run_as_a_cell(agent, "Still there?")
+    assert isinstance(answered, Reply), answered
+    assert answered.text == HEALTHY, answered
+    assert len(agent.replies) == 3
 
 
 def _phase(events: list[Event]) -> str:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,58 @@ HISTORY_ANSWER_CHARS = 1500
 STOP_GRACE_SECONDS = 2.0
 
 EventSink = Callable[[Event], None]
+
+
+def _mark_stopped(reply: Reply) -> None:
+    if reply.stopped != "stopped":
+        reply.stopped = "stopped"
+        reply.notices.append(Notice("warning", "Stopped."))
+
+
+class _Worker:
+    """A reply's own thread and event loop, which a stop can reach before, while or after it runs."""
+
+    def __init__(self, answer: Callable[[], Coroutine[Any, Any, Reply]]) -> None:
+        self._answer = answer
+        self._gate = threading.Lock()
+        self._stopped = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Reply] | None = None
+        self.reply: Reply | None = None
+        self.error: BaseException | None = None
+        # Waited on instead of thread.join: before Python 3.13 a join interrupted by Ctrl-C marks the thread
+        # stopped while it still runs, so the join after the cancel returned at once — before the reply was
+        # recorded and its command killed.
+        self.done = threading.Event()
+
+    def work(self) -> None:
+        """The thread's body: run the reply, unless a stop came first."""
+        try:
+            with self._gate:
+                if self._stopped:
+                    return
+                self._loop = asyncio.new_event_loop()
+                asyncio.set_event_loop(self._loop)
+                self._task = self._loop.create_task(self._answer())
+            try:
+                self.reply = self._loop.run_until_complete(self._task)
+            except BaseException as error:
+                self.error = error
+            finally:
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+                self._loop.close()
+        finally:
+            self.done.set()
+
+    def stop(self) -> bool:
+        """Cancel the reply; True if it had begun (wait for ``done``), False if it never will."""
+        with self._gate:
+            self._stopped = True
+            if self._loop is None or self._task is None:
+                return False
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the reply is over
+                self._loop.call_soon_threadsafe(self._task.cancel)
+            return True
 
 
 class _Unset:
@@ -167,6 +219,7 @@ class Agent:
         self.requested_mode: ModeSetting = mode
         self.estimator = TokenEstimator()
         self.replies: list[Reply] = []
+        self._recording = threading.Lock()
         self.note_entries: list[NoteEntry] = []
         self._server = server
         self._tools = tools
@@ -384,25 +437,34 @@ class Agent:
 
     async def arun(self, question: str, on_event: EventSink | None = None) -> Reply:
         """Run one turn: answer ``question`` with the tools, keeping what ran as notes for the next."""
+        return await self._answer(Reply(question=question), on_event)
+
+    async def _answer(self, reply: Reply, on_event: EventSink | None) -> Reply:
         emit = on_event or (lambda event: None)
+        question = reply.question
         loop = self._build_loop()
         notes = self.notes
-        reply = Reply(question=question)
         started = time.monotonic()
         try:
             reply = await loop.reply(question, self._history(), emit, reply=reply, notes=notes)
         except asyncio.CancelledError:
-            reply.stopped = "stopped"
-            reply.notices.append(Notice("warning", "Stopped."))
+            _mark_stopped(reply)
             emit(ReplyFinished(reply))
             raise
         finally:
             reply.question = question
             reply.seconds = time.monotonic() - started
+            self._record(reply)
+        return reply
+
+    def _record(self, reply: Reply) -> None:
+        """Keep ``reply`` in the session, once (a stopped reply may be recorded by either thread)."""
+        with self._recording:
+            if any(kept is reply for kept in self.replies):
+                return
             self.replies.append(reply)
             for step in reply.steps:
                 self.note_entries.extend(NoteEntry(r.call, r.full_text) for r in step.results)
-        return reply
 
     def run(self, question: str, on_event: EventSink | None = None) -> Reply:
         """Run one turn and return its reply; blocks, and works inside a running event loop."""
@@ -416,38 +478,26 @@ class Agent:
         # A Jupyter cell already runs inside the kernel's event loop, which a magic cannot await: the reply
         # gets a thread and a loop of its own. (nest_asyncio would re-enter the kernel's loop instead, but it
         # is unmaintained and breaks asyncio.current_task() — and so httpx — on newer Pythons.)
-        worker_loop = asyncio.new_event_loop()
-        task = worker_loop.create_task(self.arun(question, on_event))
-        outcome: dict[str, Any] = {}
-        # Waited on instead of thread.join: before Python 3.13 a join interrupted by Ctrl-C marks the thread
-        # stopped while it still runs, so the join after the cancel returned at once — before the reply was
-        # recorded and its command killed.
-        done = threading.Event()
-
-        def work() -> None:
-            asyncio.set_event_loop(worker_loop)
-            try:
-                outcome["reply"] = worker_loop.run_until_complete(task)
-            except BaseException as error:
-                outcome["error"] = error
-            finally:
-                worker_loop.run_until_complete(worker_loop.shutdown_asyncgens())
-                worker_loop.close()
-                done.set()
-
-        thread = threading.Thread(target=work, name="twinny-reply", daemon=True)
-        thread.start()
+        reply = Reply(question=question)
+        worker = _Worker(lambda: self._answer(reply, on_event))
         try:
+            # A stop can land anywhere from here on, even before the thread starts: the handler below
+            # covers the whole span, and the reply is recorded however early the stop came.
+            thread = threading.Thread(target=worker.work, name="twinny-reply", daemon=True)
+            thread.start()
             # Waiting, the main thread runs what the reply asks to run there (run_python's code).
-            MAIN.serve(done)
+            MAIN.serve(worker.done)
         except KeyboardInterrupt:
-            if not done.is_set():
-                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the reply is over
-                    worker_loop.call_soon_threadsafe(task.cancel)
-                done.wait(STOP_GRACE_SECONDS)
+            if worker.stop():
+                worker.done.wait(STOP_GRACE_SECONDS)
+            if not any(kept is reply for kept in self.replies):
+                # Stopped before the reply's first step ran (or it did not wind down in time).
+                _mark_stopped(reply)
+                self._record(reply)
+                if on_event is not None:
+                    on_event(ReplyFinished(reply))
             raise
-        error = outcome.get("error")
-        if error is not None:
-            raise error
-        reply: Reply = outcome["reply"]
-        return reply
+        if worker.error is not None:
+            raise worker.error
+        assert worker.reply is not None
+        return worker.reply
