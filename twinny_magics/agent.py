@@ -21,9 +21,10 @@ from .conversation import Message, assistant, user
 from .events import Event, Notice, Reply, ReplyFinished
 from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
 from .notes import FINAL_ANSWER_PROMPT, NoteEntry, turn_notes
+from .options import DEFAULTS, check
 from .tools import Approve, CommandsMode, EditsMode, Workspace
 from .tools.denied import SecretFiles
-from .tools.kernel import KERNEL_SECONDS, MAIN, CellsMode, Kernel, KernelMode
+from .tools.kernel import MAIN, CellsMode, Kernel, KernelMode
 from .tools.registry import TOOLS
 from .usage import Price, Usage, check_price, session_usage
 
@@ -130,10 +131,10 @@ class Agent:
         kind: str | None = None,
         workspace: str | Path = ".",
         *,
-        mode: ModeSetting = "auto",
-        steps: int = 12,
-        edits: EditsMode = "review",
-        commands: CommandsMode = "ask",
+        mode: ModeSetting = DEFAULTS["mode"],
+        steps: int = DEFAULTS["steps"],
+        edits: EditsMode = DEFAULTS["edits"],
+        commands: CommandsMode = DEFAULTS["commands"],
         api_key: str | None = None,
         window: int | None = None,
         server: ModelServer | None = None,
@@ -151,15 +152,15 @@ class Agent:
         evidence: bool = True,
         search: bool = False,
         head_start_share: float = HEAD_START_SHARE,
-        grammar: GrammarSetting = "auto",
+        grammar: GrammarSetting = DEFAULTS["grammar"],
         timeout: float | None = None,
         extra: dict[str, Any] | None = None,
         tool_descriptions: Mapping[str, str] | None = None,
         secret_files: Sequence[str] | None = None,
         shell: Any = None,
-        kernel: KernelMode = "ask",
-        cells: CellsMode = "review",
-        kernel_seconds: float = KERNEL_SECONDS,
+        kernel: KernelMode = DEFAULTS["kernel"],
+        cells: CellsMode = DEFAULTS["cells"],
+        kernel_seconds: float = DEFAULTS["kernel_seconds"],
         price: Sequence[float] | None = None,
     ) -> None:
         if tool_descriptions and tools is not None:
@@ -176,12 +177,20 @@ class Agent:
             raise ValueError(
                 f"head_start_share {head_start_share:g}: give a share of the window from 0 to 0.5."
             )
-        if kernel not in ("ask", "allow", "off"):
-            raise ValueError(f"kernel must be 'ask', 'allow' or 'off', not {kernel!r}")
-        if cells not in ("review", "insert"):
-            raise ValueError(f"cells must be 'review' or 'insert', not {cells!r}")
-        if not kernel_seconds > 0:
-            raise ValueError(f"kernel_seconds {kernel_seconds!r}: give a time limit above 0 seconds.")
+        for name, value in (
+            ("mode", mode),
+            ("steps", steps),
+            ("edits", edits),
+            ("commands", commands),
+            ("grammar", grammar),
+            ("temperature", temperature),
+            ("kernel", kernel),
+            ("cells", cells),
+            ("kernel_seconds", kernel_seconds),
+            ("window", window),
+            ("timeout", timeout),
+        ):
+            check(name, value)
         self.search = search
         self._price = check_price(price)
         self.shell = shell
@@ -291,9 +300,13 @@ class Agent:
 
         ``temperature=None`` means the server's default; leaving it out leaves it as it is.
         """
-        if temperature is not None and not isinstance(temperature, _Unset) and not 0 <= temperature <= 2:
-            raise ValueError(f"temperature {temperature:g}: give one from 0 to 2.")
+        given: dict[str, object] = {"mode": mode, "steps": steps, "edits": edits, "commands": commands}
+        given.update(grammar=grammar, kernel=kernel, cells=cells)
+        for name, value in given.items():
+            if value is not None:
+                check(name, value)
         if not isinstance(temperature, _Unset):
+            check("temperature", temperature)
             self.settings = replace(self.settings, temperature=temperature)
         if steps is not None:
             self.settings = replace(self.settings, steps=steps)
@@ -316,12 +329,8 @@ class Agent:
         if commands is not None:
             self.commands = commands
         if kernel is not None:
-            if kernel not in ("ask", "allow", "off"):
-                raise ValueError(f"kernel must be 'ask', 'allow' or 'off', not {kernel!r}")
             self.kernel_mode = kernel
         if cells is not None:
-            if cells not in ("review", "insert"):
-                raise ValueError(f"cells must be 'review' or 'insert', not {cells!r}")
             self.cells = cells
         if not isinstance(approve, _Unset):
             self.approve = approve

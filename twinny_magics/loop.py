@@ -61,6 +61,7 @@ from .notes import (
     notes_messages,
     with_closing_prompt,
 )
+from .options import DEFAULTS
 from .protocol_schema import example_call, format_call
 from .redact import mask_value
 from .retrieval import HEAD_START_LEAD, HEAD_START_TOOL, query_terms
@@ -78,7 +79,7 @@ ModeSetting = Literal["auto", "native", "text"]
 #: unaided), ``lazy`` on every other llama.cpp server. Every setting makes the closing request answer-only.
 GrammarSetting = Literal["auto", "off", "lazy", "answer-or-call", "call-first"]
 
-DEFAULT_STEPS = 12
+DEFAULT_STEPS: int = DEFAULTS["steps"]
 #: How long a window named by a too-long refusal overrides the probe (the probe caches its answer 30 s).
 WINDOW_CAP_SECONDS = 30.0
 MAX_CALLS_PER_REPLY = 8

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
@@ -28,9 +29,10 @@ from IPython.core import magic_arguments as _arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class
 from traitlets import Any as AnyTrait
-from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Enum, Float, Int, List, TraitType, Unicode
 
 from twinny_magics import reprs
+from twinny_magics.options import HEAD_START_PARTS, OPTIONS, Option, add_flag, check, scoped, with_flags
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -39,26 +41,9 @@ if TYPE_CHECKING:
     from twinny_magics.display import EditPanel, ReplyView
 
 #: The options that make a different session when they change.
-SESSION_OPTIONS = ("server", "model", "kind", "workspace", "window", "api_key", "timeout")
-#: The options that apply to one cell of the same session.
-TURN_OPTIONS = (
-    "mode",
-    "steps",
-    "edits",
-    "commands",
-    "grammar",
-    "temperature",
-    "head_start",
-    "kernel",
-    "cells",
-)
-#: ``--head-start``: which parts of the head start a reply gets (the workspace map, the evidence).
-HEAD_START_PARTS = {
-    "on": (True, True),
-    "off": (False, False),
-    "map": (True, False),
-    "evidence": (False, True),
-}
+SESSION_OPTIONS = tuple(name for name in scoped("session") if name != "secret_files")
+#: The options that apply to one cell of the same session (the flags of the magic's line).
+TURN_OPTIONS = tuple(o.name for o in with_flags() if o.scope == "turn")
 SUBCOMMANDS = (
     "status, reset, new, plan N, apply [N…], discard [N…], use NAME, save [PATH], load PATH, export PATH"
 )
@@ -78,80 +63,46 @@ argument: Callable[..., _Decorator] = _arguments.argument
 parse_argstring: Callable[[Any, str], Any] = _arguments.parse_argstring
 
 
+def _trait(o: Option) -> TraitType[Any, Any]:
+    """The ``%config`` trait of an option."""
+    trait: TraitType[Any, Any]
+    if o.choices:
+        trait = Enum(list(o.choices), o.default, help=o.help)
+    elif o.type is list:
+        trait = List(Unicode(), default_value=o.default, allow_none=o.nullable, help=o.help)
+    else:
+        kinds: dict[type, Any] = {str: Unicode, int: Int, float: Float, bool: Bool}
+        trait = kinds[o.type](o.default, allow_none=o.nullable, help=o.help)
+    return trait.tag(config=True)
+
+
+def _option_flags(func: _F) -> _F:
+    """The ``%%agent`` flags of the options that have one, in the table's order."""
+    for o in reversed(tuple(with_flags())):
+        func = add_flag(argument, o)(func)
+    return func
+
+
+def _option_list(func: _F) -> _F:
+    """Name every option in the docstring, which becomes the help ``%%agent?`` shows."""
+    names = ", ".join(o.name for o in OPTIONS)
+    listed = textwrap.fill(names, 92, subsequent_indent=" " * 8)
+    func.__doc__ = (func.__doc__ or "").replace("{options}", listed)
+    return func
+
+
 @magics_class
 class TwinnyMagics(Magics):
     """``%%agent`` and ``%agent``; defaults come from ``%config TwinnyMagics.<option> = …``."""
 
-    server = Unicode(
-        None, allow_none=True, help="The model server's URL; unset: the usual places, then the embedded one."
-    ).tag(config=True)
-    model = Unicode(None, allow_none=True, help="The model to ask for; unset: the server's.").tag(config=True)
-    kind = Unicode(
-        None, allow_none=True, help="The server's kind (ollama, llamacpp, lmstudio, …); unset: recognised."
-    ).tag(config=True)
-    mode = Enum(["auto", "native", "text"], "auto", help="How tools are offered.").tag(config=True)
-    steps = Int(12, help="At most this many requests per reply.").tag(config=True)
-    edits = Enum(["review", "apply"], "review", help="review: edits wait for Apply; apply: written.").tag(
-        config=True
-    )
-    commands = Enum(["ask", "allow", "off"], "ask", help="Whether run_command asks first.").tag(config=True)
-    kernel = Enum(
-        ["ask", "allow", "off"],
-        "ask",
-        help="run_python (code run in this kernel): ask first (Run / Don't run), allow without asking, or "
-        "off (not offered).",
-    ).tag(config=True)
-    cells = Enum(
-        ["review", "insert"],
-        "review",
-        help="propose_cell: review (Insert / Discard) or insert (put in below the question without asking).",
-    ).tag(config=True)
-    kernel_seconds = Float(60.0, help="The time limit of code run_python runs in the kernel.").tag(
-        config=True
-    )
-    grammar = Enum(
-        ["auto", "off", "lazy", "answer-or-call", "call-first"],
-        "auto",
-        help="Shape text-mode calls on llama.cpp with a grammar (auto: lazy; call-first on the embedded "
-        "SmolLM2).",
-    ).tag(config=True)
-    temperature = Float(
-        None, allow_none=True, help="The sampling temperature sent with each request; unset: the server's."
-    ).tag(config=True)
-    head_start = Enum(
-        list(HEAD_START_PARTS),
-        "evidence",
-        help="What the first request of a reply gets before the model looks: evidence (the best-matching "
-        "parts of files; the default), on (a map of the workspace too), map, off.",
-    ).tag(config=True)
-    window = Int(
-        None, allow_none=True, help="The window to load the model with (Ollama num_ctx, the embedded server)."
-    ).tag(config=True)
-    workspace = Unicode(
-        None, allow_none=True, help="The folder the tools see; unset: the kernel's working directory."
-    ).tag(config=True)
-    quiet = Bool(False, help="Show only the answer.").tag(config=True)
-    autosave = Bool(
-        True,
-        help="Save the session after every reply, in .twinny_sessions/<session id>.json in the workspace "
-        "(a folder the tools never show); the first cell of a new kernel offers to resume the newest.",
-    ).tag(config=True)
-    timeout = Float(
-        None, allow_none=True, help="Seconds a reply may go silent before it is given up (default 300)."
-    ).tag(config=True)
-    api_key = Unicode(None, allow_none=True, help="Sent as a Bearer token.").tag(config=True)
-    secret_files = List(
-        Unicode(),
-        default_value=None,
-        allow_none=True,
-        help="Gitignore-style patterns of files the tools never show; unset: the built-in deny list "
-        "(twinny_magics.tools.denied), []: none. A change makes a new session.",
-    ).tag(config=True)
-    output = Enum(
-        ["auto", "rich", "text"],
-        "auto",
-        help="rich: outputs updated in place (a kernel); text: printed lines (a terminal); auto: pick.",
-    ).tag(config=True)
+    # The options' traits (``%config TwinnyMagics.<option>``) come from the table in
+    # twinny_magics.options; these are their types, for the code below.
+    quiet: bool
+    autosave: bool
+    kernel_seconds: float
+    secret_files: list[str] | None
+    output: str
+    locals().update({o.name: _trait(o) for o in OPTIONS})
     session_factory = AnyTrait(
         None,
         allow_none=True,
@@ -176,48 +127,10 @@ class TwinnyMagics(Magics):
     # -- the magic -------------------------------------------------------------------------------------
 
     @magic_arguments("%agent")  # the usage line then reads %%agent
-    @argument("--server", metavar="URL", help="the model server (Ollama, llama.cpp, LM Studio, a gateway…)")
-    @argument("--model", help="the model to ask for")
-    @argument("--kind", help="the server's kind: ollama, llamacpp, lmstudio, litellm, vllm, openai, …")
-    @argument("--mode", choices=["auto", "native", "text"], help="tools as JSON schemas, or as text")
-    @argument("--steps", type=int, metavar="N", help="at most N requests in this reply (default 12)")
-    @argument("--edits", choices=["review", "apply"], help="review: edits wait for Apply/Discard")
-    @argument("--commands", choices=["ask", "allow", "off"], help="whether run_command asks first")
-    @argument(
-        "--kernel",
-        choices=["ask", "allow", "off"],
-        help="run_python, code run in this kernel: ask first, allow, or off",
-    )
-    @argument("--cells", choices=["review", "insert"], help="propose_cell: review (Insert/Discard) or insert")
-    @argument(
-        "--grammar",
-        choices=["auto", "off", "lazy", "answer-or-call", "call-first"],
-        help="llama.cpp, text mode: lazy (free text, a call finished well-formed), answer-or-call, "
-        "call-first (the first step calls); auto: lazy, call-first on the embedded SmolLM2",
-    )
-    @argument("--temperature", type=float, metavar="T", help="sampling temperature (default: the server's)")
-    @argument(
-        "--head-start",
-        dest="head_start",
-        choices=list(HEAD_START_PARTS),
-        help="before the model looks: the best-matching lines (evidence, the default), with a map of the "
-        "workspace (on), the map alone (map), or nothing (off)",
-    )
-    @argument("--window", type=int, metavar="N", help="load the model with an N-token window")
-    @argument("--workspace", metavar="DIR", help="the folder the tools see (default: the notebook's)")
-    @argument("--api-key", dest="api_key", metavar="KEY", help="sent as a Bearer token")
-    @argument(
-        "--timeout", type=float, metavar="S", help="give a reply up after S silent seconds (default 300)"
-    )
-    @argument(
-        "--autosave",
-        choices=["on", "off"],
-        help="save the session after this reply, in .twinny_sessions/ (default on; %%config "
-        "TwinnyMagics.autosave)",
-    )
+    @_option_flags
     @argument("--new", action="store_true", help="start a new session (forget earlier turns)")
-    @argument("--quiet", action="store_true", default=None, help="show only the answer")
     @line_cell_magic
+    @_option_list
     def agent(self, line: str, cell: str | None = None) -> Any:
         """Ask the coding agent: the cell is the question, the notebook's folder its workspace.
 
@@ -249,10 +162,11 @@ class TwinnyMagics(Magics):
                             --save FILE, --resume FILE, and --server/--model/--kind/--window/--steps/
                             --mode/--grammar/--workspace for both. See twinny_magics.experiment.
 
-        Defaults for every option: %config TwinnyMagics.<option> = value (server, model, kind, mode,
-        steps, edits, commands, window, workspace, quiet, autosave, api_key, output); options on the
-        %%agent line override them for that cell. Changing server, model, kind, workspace, window or api
-        key starts a new session. The kernel's stop button stops a reply; the session keeps working.
+        Defaults for every option: %config TwinnyMagics.<option> = value, for
+        {options}
+        Options on the %%agent line override them for that cell. Changing server, model, kind, workspace,
+        window or api key starts a new session. The kernel's stop button stops a reply; the session
+        keeps working.
         """
         if cell is None:
             return self._line(line)
@@ -284,10 +198,13 @@ class TwinnyMagics(Magics):
         question = cell.strip()
         if not question:
             raise UsageError("Write the question in the cell, under the %%agent line.")
-        if args.temperature is not None and not 0 <= args.temperature <= 2:
-            raise UsageError(f"--temperature {args.temperature:g}: give one from 0 to 2.")
         given = {name: getattr(args, name) for name in (*SESSION_OPTIONS, *TURN_OPTIONS)}
         given = {name: value for name, value in given.items() if value is not None}
+        try:
+            for name, value in given.items():
+                check(name, value)
+        except ValueError as error:
+            raise UsageError(f"--{error}") from None
         options = {**self._defaults(), **given}
         session = self._session_for(options, new=args.new)
         self._tune(session, {**(self._baseline or options), **given})

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from twinny_magics.experiment.checks import Not, Question
 from twinny_magics.experiment.variants import Variant, parse_options
+from twinny_magics.options import add_flag, option
 
 if TYPE_CHECKING:
     from twinny_magics.agent import Agent
@@ -87,17 +88,9 @@ def _parser(prog: str, magic: bool) -> argparse.ArgumentParser:
     )
     parser.add_argument("--save", metavar="FILE", help="save the results as JSON")
     parser.add_argument("--resume", metavar="FILE", help="keep the runs saved in FILE and run the rest")
-    parser.add_argument("--server", metavar="URL", help="the model server")
-    parser.add_argument("--model", help="the model")
-    parser.add_argument("--kind", help="the server's kind (ollama, llamacpp, …)")
-    parser.add_argument("--window", type=int, metavar="N", help="the window to load the model with")
-    parser.add_argument("--api-key", dest="api_key", metavar="KEY", help="sent as a Bearer token")
-    parser.add_argument("--timeout", type=float, metavar="S", help="give a reply up after S silent seconds")
-    parser.add_argument("--workspace", metavar="DIR", help="the folder each run gets a copy of")
-    parser.add_argument("--mode", choices=["auto", "native", "text"])
-    parser.add_argument("--steps", type=int, metavar="N")
-    parser.add_argument("--grammar", choices=["auto", "off", "lazy", "answer-or-call", "call-first"])
-    parser.add_argument("--commands", choices=["ask", "allow", "off"])
+    for name in ("server", *SHARED, "workspace"):
+        described = {"server": "the model server", "workspace": "the folder each run gets a copy of"}
+        add_flag(parser.add_argument, option(name), described=described.get(name))
     if not magic:
         parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     return parser

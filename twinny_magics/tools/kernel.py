@@ -41,6 +41,7 @@ from typing import Any, Literal
 from twinny_magics import cells
 from twinny_magics.cell_log import CellLog, TailWriter, value_text
 from twinny_magics.cells import CellRecord
+from twinny_magics.options import DEFAULTS
 from twinny_magics.tools import variables
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ log = logging.getLogger(__name__)
 KernelMode = Literal["ask", "allow", "off"]
 CellsMode = Literal["review", "insert"]
 #: Seconds code run by the agent may take before it is interrupted.
-KERNEL_SECONDS = 60.0
+KERNEL_SECONDS: float = DEFAULTS["kernel_seconds"]
 _AGENT_FILE = "<agent run {n}>"
 
 
