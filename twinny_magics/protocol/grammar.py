@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from twinny_magics.protocol_schema import schema_type, tool_specs
+from twinny_magics.protocol.schema import schema_type, tool_specs
 
 __all__ = [
     "ANSWER_EXCLUDED",

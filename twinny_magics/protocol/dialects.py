@@ -5,7 +5,7 @@ it read, the problems it found (a call meant but not readable) and where it stop
 context already means a call (inside ``<tool_call>``, ``[TOOL_CALLS]``, a ```` ```tool ```` fence): there
 anything unreadable is a problem; elsewhere it is just text. Readers nest (a fence holding a tag holding
 JSON) and share one ``TextScan``, so every character is scanned a bounded number of times. FunctionGemma's
-``call:NAME{…}`` body has a grammar of its own, read by ``protocol_gemma``.
+``call:NAME{…}`` body has a grammar of its own, read by ``gemma``.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twinny_magics.conversation import ToolCall
-from twinny_magics.protocol_gemma import (
+from twinny_magics.protocol.gemma import (
     GEMMA_CLOSE,
     GEMMA_OPEN,
     GEMMA_RESPONSE,
     GemmaSyntaxError,
     read_arguments,
 )
-from twinny_magics.protocol_scan import TextScan, call_arguments, decode_lenient, skip_ws
-from twinny_magics.protocol_schema import (
+from twinny_magics.protocol.scan import TextScan, call_arguments, decode_lenient, skip_ws
+from twinny_magics.protocol.schema import (
     ToolSpec,
     coerce_text,
     coerce_value,

@@ -3,7 +3,7 @@
 Pure: no I/O. One left-to-right pass finds the places where a call may start (a fence at a line start,
 a call tag or token such as ``<start_function_call>``, ``<function=``, ``[TOOL_CALLS]``, a JSON object
 or list, a Python-style call of an offered tool, ``<think>``), decides whether a call may stand there,
-and hands it to the reader for its dialect (``protocol_dialects``). A reader returns the calls it read,
+and hands it to the reader for its dialect (``dialects``). A reader returns the calls it read,
 the problems it found and where it stopped; the pass goes on from there, so the whole reply is read
 once. The decisions this module makes are listed in ``twinny_magics.protocol``.
 """
@@ -16,10 +16,10 @@ from typing import Any
 
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import CallFormatError, ModelFeedback, UnknownTool
-from twinny_magics.protocol_dialects import HSPACE, TAG_PATTERN, DialectReader, Problem, Read
-from twinny_magics.protocol_gemma import GEMMA_OPEN
-from twinny_magics.protocol_scan import skip_ws
-from twinny_magics.protocol_schema import ToolSpec, tool_specs
+from twinny_magics.protocol.dialects import HSPACE, TAG_PATTERN, DialectReader, Problem, Read
+from twinny_magics.protocol.gemma import GEMMA_OPEN
+from twinny_magics.protocol.scan import skip_ws
+from twinny_magics.protocol.schema import ToolSpec, tool_specs
 
 _MASTER_PARTS = (
     r"(?P<fence>^[ \t]{0,3}`{3,})",

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from twinny_magics.protocol_scan import TextScan
+from twinny_magics.protocol.scan import TextScan
 
 GEMMA_OPEN = "<start_function_call>"
 GEMMA_CLOSE = "<end_function_call>"

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from twinny_magics.protocol_gemma import GEMMA_OPEN
-from twinny_magics.protocol_parse import ParsedReply, parse_reply
+from twinny_magics.protocol.gemma import GEMMA_OPEN
+from twinny_magics.protocol.parse import ParsedReply, parse_reply
 
 HOLD = 12
 
