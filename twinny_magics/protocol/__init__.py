@@ -65,6 +65,11 @@ Where upstream parsers disagree (the corpora ``tests/test_conformance.py`` runs)
 
 Not read: Continue's ``TOOL_NAME:``/``BEGIN_ARG:`` block protocol (a ```` ```tool ```` fence holding it
 gets a problem message that shows the right format).
+
+The package: ``markers`` (the one table of call markers), ``parse`` (the pass over a finished reply),
+``dialects`` (a reader per dialect), ``gemma`` (FunctionGemma's call body), ``scan`` (linear scanning and
+literals), ``schema`` (tool specs, examples, converting values), ``stream`` (how much of a streaming reply
+may be shown) and ``grammar`` (GBNF that holds a llama.cpp reply to the protocol); all pure.
 """
 
 from __future__ import annotations
