@@ -36,10 +36,10 @@ from twinny_magics.protocol.grammar import (
     tool_call_grammar,
     tool_call_rest_grammar,
 )
-from twinny_magics.scripted import Scripted, ScriptedServer
 from twinny_magics.servers import ChatRequest, ConnectedServer, ProbeCache, ServerInfo, Usage
 from twinny_magics.servers import TextDelta as WireText
 from twinny_magics.servers.base import ChatEvent
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import Workspace
 
 # --- the grammar -------------------------------------------------------------------------------------------

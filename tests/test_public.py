@@ -67,7 +67,8 @@ def test_loading_the_extension_imports_none_of_the_tools() -> None:
     """%load_ext installs the cell log: it must stay as light as the magic (no tools, no loop)."""
     code = (
         "import sys, twinny_magics.magic, twinny_magics.cell_log; "
-        "print(sorted(m for m in ('twinny_magics.tools', 'twinny_magics.loop', 'httpx') if m in sys.modules))"
+        "print(sorted(m for m in ('twinny_magics.tools', 'twinny_magics.loop', 'httpx', "
+        "'twinny_magics.display.view', 'markdown_it') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -30,7 +30,7 @@ from IPython.core.magic import Magics, magics_class
 from traitlets import Any as AnyTrait
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
-from twinny_magics import reprs
+from twinny_magics.display import reprs
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
