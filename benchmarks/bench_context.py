@@ -64,10 +64,10 @@ from twinny_magics.conversation import Message, Mode, ToolCall
 from twinny_magics.errors import PromptTooLong
 from twinny_magics.events import Event, Reply, ResultsTrimmed
 from twinny_magics.loop import Loop, LoopSettings
-from twinny_magics.scripted import ReplayServer, Scripted
 from twinny_magics.servers import ConnectedServer, ServerInfo
 from twinny_magics.servers.base import ChatEvent, ChatRequest, Finish, TextDelta, Usage, build_tool_calls
 from twinny_magics.servers.embedded import smollm2_path
+from twinny_magics.servers.scripted import ReplayServer, Scripted
 from twinny_magics.tools import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent

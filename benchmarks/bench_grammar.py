@@ -40,8 +40,8 @@ import jsonschema
 
 from twinny_magics import protocol
 from twinny_magics.conversation import ToolCall
-from twinny_magics.grammar import tool_call_grammar
 from twinny_magics.loop import DEFAULT_SYSTEM_PROMPT
+from twinny_magics.protocol.grammar import tool_call_grammar
 from twinny_magics.tools import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,8 +23,8 @@ from twinny_magics.conversation import ToolCall
 from twinny_magics.events import Event
 from twinny_magics.loop import Loop, LoopSettings, ToolOutcome
 from twinny_magics.protocol import parse_reply
-from twinny_magics.scripted import ScriptedServer
 from twinny_magics.servers.base import ChatEvent, ChatRequest
+from twinny_magics.servers.scripted import ScriptedServer
 from twinny_magics.tools import Workspace
 
 

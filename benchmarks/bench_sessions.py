@@ -32,7 +32,7 @@ from typing import Any
 
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 RESULTS = Path(__file__).with_name("results_sessions.json")
 REPLIES = 12

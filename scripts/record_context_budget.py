@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from twinny_magics import Agent
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "context_budget.ipynb"

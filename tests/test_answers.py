@@ -9,7 +9,7 @@ import pytest
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
 from twinny_magics.notes import NO_ANSWER, looks_like_a_call, no_answer_summary
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 GREP_JSON = '{"name": "grep", "arguments": {"pattern": "PORT"}}'
 GREP_CALL = f"```tool\n{GREP_JSON}\n```"

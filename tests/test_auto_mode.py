@@ -16,8 +16,8 @@ from test_loop import Tools, fenced, grep, run
 from twinny_magics.agent import Agent
 from twinny_magics.loop import Loop, LoopSettings
 from twinny_magics.modes import LEARNED_MODES, ModeChoice, ModeLearner, ModeMemory
-from twinny_magics.scripted import Scripted, ScriptedServer
 from twinny_magics.servers import ServerInfo
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 WORKSPACE_QUESTION = "Where is the server created?"
 

@@ -23,7 +23,7 @@ from twinny_magics.conversation import ToolCall
 from twinny_magics.events import Reply
 from twinny_magics.experiment import Files, Question
 from twinny_magics.notes import NO_ANSWER
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import Workspace
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"

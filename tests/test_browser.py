@@ -50,7 +50,7 @@ SHOTS = ROOT / "artifacts" / "browser"
 SETUP = """\
 from pathlib import Path
 from twinny_magics import Agent, ToolCall
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 Path("a.py").write_text("x = 1\\n")
 HOSTILE_NAME = "<img src=x onerror=alert(1)>.md"

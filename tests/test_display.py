@@ -13,13 +13,12 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
-from twinny_magics import reprs
 from twinny_magics.agent import Agent
 from twinny_magics.budget import TokenEstimator, plan_context
 from twinny_magics.conversation import ToolCall
-from twinny_magics.display import ReplyView
+from twinny_magics.display import ReplyView, reprs
 from twinny_magics.events import CallFinished, Event, ReplyFinished, RequestStarted, TextDelta
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 BIG = "".join(f"line {i} " + "x" * 60 + "\n" for i in range(200))
 ANSWER = "Done: **x** is now 2."

@@ -42,8 +42,8 @@ from twinny_magics.experiment import (
 )
 from twinny_magics.experiment.cells import parse_questions
 from twinny_magics.experiment.serving import RunServer, seeded
-from twinny_magics.scripted import Scripted, ScriptedServer
 from twinny_magics.servers.base import ChatEvent, ChatRequest
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 APP = "import http.server\n\nPORT = 8000\n"
 

@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twinny_magics import protocol
-from twinny_magics.grammar import DEFAULT_STRING_CHARS, tool_call_grammar
 from twinny_magics.loop import DEFAULT_SYSTEM_PROMPT
+from twinny_magics.protocol.grammar import DEFAULT_STRING_CHARS, tool_call_grammar
 from twinny_magics.servers import ChatRequest, ConnectedServer, Finish, TextDelta
 from twinny_magics.tools import Workspace
 

@@ -18,8 +18,8 @@ from twinny_magics.conversation import ToolCall
 from twinny_magics.events import CallFinished, CallStarted, Event, ResultsTrimmed
 from twinny_magics.loop import HEAD_START_KEY
 from twinny_magics.retrieval import HEAD_START_TOOL
-from twinny_magics.scripted import ReplayServer, Scripted, ScriptedServer
 from twinny_magics.servers import ConnectedServer
+from twinny_magics.servers.scripted import ReplayServer, Scripted, ScriptedServer
 
 
 def project(root: Path) -> Path:

@@ -55,7 +55,7 @@ def session(running: Kernel, calls: list[tuple[str, dict[str, Any]]], **options:
     running.run(
         "from pathlib import Path\n"
         "from twinny_magics import Agent, ToolCall\n"
-        "from twinny_magics.scripted import Scripted, ScriptedServer\n"
+        "from twinny_magics.servers.scripted import Scripted, ScriptedServer\n"
         f"_server = ScriptedServer([{replies}, 'The answer.', 'The answer.'])\n"
         f"_s = Agent(server=_server, workspace=Path.cwd(), shell=get_ipython(), {settings})\n"
         "%agent use _s"

@@ -28,18 +28,18 @@ from twinny_magics import protocol
 from twinny_magics.agent import Agent
 from twinny_magics.errors import PromptTooLong, ServerError
 from twinny_magics.events import Notice, TextDelta, UsageReported
-from twinny_magics.grammar import (
+from twinny_magics.loop import Loop, LoopSettings, reply_char_cap
+from twinny_magics.protocol.grammar import (
     CALL_OPENERS,
     call_opener,
     may_open_call,
     tool_call_grammar,
     tool_call_rest_grammar,
 )
-from twinny_magics.loop import Loop, LoopSettings, reply_char_cap
-from twinny_magics.scripted import Scripted, ScriptedServer
 from twinny_magics.servers import ChatRequest, ConnectedServer, ProbeCache, ServerInfo, Usage
 from twinny_magics.servers import TextDelta as WireText
 from twinny_magics.servers.base import ChatEvent
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import Workspace
 
 # --- the grammar -------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from twinny_magics.events import (
 )
 from twinny_magics.loop import Loop, LoopSettings
 from twinny_magics.notes import FINAL_ANSWER_PROMPT
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ import pytest
 
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
-from twinny_magics.scripted import ReplayServer, Scripted
 from twinny_magics.servers import ConnectedServer
+from twinny_magics.servers.scripted import ReplayServer, Scripted
 
 pytestmark = pytest.mark.server
 

@@ -23,7 +23,7 @@ from twinny_magics.budget import plan_context
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import ServerError, ServerUnreachable
 from twinny_magics.magic import TwinnyMagics
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 READ = Scripted("Let me look.", calls=(ToolCall("read_file", {"path": "a.py"}),))
 ANSWER = "It sets **x** to 1."

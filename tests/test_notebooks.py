@@ -174,7 +174,7 @@ def test_the_notebook_runs_headless_and_keeps_its_calls_and_answer(name: str, tm
 SESSION = """
 from pathlib import Path
 from twinny_magics import Agent, ToolCall
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 server = ScriptedServer([{replies}])
 s = Agent(server=server, workspace=Path.cwd())
 %load_ext twinny_magics

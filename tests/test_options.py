@@ -15,7 +15,7 @@ from twinny_magics.agent import Agent
 from twinny_magics.experiment import cells as compare_cells
 from twinny_magics.magic import TwinnyMagics, parse_argstring
 from twinny_magics.options import OPTIONS, check
-from twinny_magics.scripted import ScriptedServer
+from twinny_magics.servers.scripted import ScriptedServer
 
 #: A value each option refuses, and one it takes.
 BAD_AND_GOOD: dict[str, tuple[Any, Any]] = {

@@ -20,8 +20,8 @@ from twinny_magics.protocol import (
     text_mode_system_prompt,
     tool_list_prompt,
 )
-from twinny_magics.protocol_parse import MAX_PROBLEMS, _Reader
-from twinny_magics.protocol_schema import tool_specs
+from twinny_magics.protocol.parse import MAX_PROBLEMS, _Reader
+from twinny_magics.protocol.schema import tool_specs
 
 
 def _tool(name: str, description: str, required: list[str], **params: Any) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from twinny_magics.protocol import (
     parse_reply,
     parse_tool_calls,
 )
-from twinny_magics.protocol_parse import MAX_PROBLEMS, _Reader
-from twinny_magics.protocol_schema import tool_specs
+from twinny_magics.protocol.parse import MAX_PROBLEMS, _Reader
+from twinny_magics.protocol.schema import tool_specs
 
 STR = {"type": "string"}
 TOOLS: list[dict[str, Any]] = [

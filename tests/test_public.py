@@ -67,7 +67,8 @@ def test_loading_the_extension_imports_none_of_the_tools() -> None:
     """%load_ext installs the cell log: it must stay as light as the magic (no tools, no loop)."""
     code = (
         "import sys, twinny_magics.magic, twinny_magics.cell_log; "
-        "print(sorted(m for m in ('twinny_magics.tools', 'twinny_magics.loop', 'httpx') if m in sys.modules))"
+        "print(sorted(m for m in ('twinny_magics.tools', 'twinny_magics.loop', 'httpx', "
+        "'twinny_magics.display.view', 'markdown_it') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -75,9 +76,13 @@ def test_loading_the_extension_imports_none_of_the_tools() -> None:
 
 def test_the_pure_core_imports_neither_httpx_nor_ipython() -> None:
     modules = "budget, text_tokens, conversation, events, notes, protocol, errors, cells, usage"
+    # Every module of the protocol package, the grammar among them, not only those protocol loads itself.
     code = (
-        f"import sys; from twinny_magics import {modules}; "
+        f"import sys, importlib, pkgutil; from twinny_magics import {modules}; "
+        "names = [m.name for m in pkgutil.iter_modules(protocol.__path__)]; "
+        "[importlib.import_module('twinny_magics.protocol.' + name) for name in names]; "
+        "print('grammar' in names, 'stream' in names); "
         "print(sorted(m for m in ('httpx', 'IPython', 'ipywidgets', 'asyncio') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.strip().splitlines() == ["True True", "[]"]

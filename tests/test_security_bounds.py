@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
 from twinny_magics.events import Reply
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import ToolLimits, ToolOutput, Workspace, files
 from twinny_magics.tools.paths import Confinement
 

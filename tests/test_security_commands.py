@@ -24,7 +24,7 @@ import pytest
 
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import ToolLimits, ToolOutput, Workspace, supervise
 from twinny_magics.tools.commands import clean
 from twinny_magics.tools.workspace import DECLINED

@@ -37,7 +37,7 @@ TRIES = {
 SETUP = """\
 from pathlib import Path
 from twinny_magics import Agent, ToolCall
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
 tries = {tries!r}
 payload = {payload!r}

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall, ToolResult, inert, render, result_turn, tool_result
 from twinny_magics.redact import MASK, mask_secrets, mask_value, secret_name
-from twinny_magics.scripted import Scripted, ScriptedServer
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import ToolOutput, Workspace
 
 OPENAI = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3dEf6hIj9k"

@@ -361,7 +361,7 @@ def test_terminal_ipython_prints_no_escape_from_model_text_files_or_commands(tmp
         f"""
         from twinny_magics.agent import Agent
         from twinny_magics.conversation import ToolCall
-        from twinny_magics.scripted import Scripted, ScriptedServer
+        from twinny_magics.servers.scripted import Scripted, ScriptedServer
         hostile = {HOSTILE!r}
         server = ScriptedServer([
             Scripted("text " + hostile, calls=(ToolCall("read_file", {{"path": "evil.txt"}}),)),

@@ -28,15 +28,14 @@ from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 from live_kernel import Kernel, python3_kernelspec, shown
 
-from twinny_magics import reprs
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
-from twinny_magics.display import ReplyView
+from twinny_magics.display import ReplyView, reprs
 from twinny_magics.display.items import StatusLine
 from twinny_magics.errors import TwinnyError
 from twinny_magics.events import Reply, RequestRecord
-from twinny_magics.scripted import Scripted, ScriptedServer
 from twinny_magics.servers.base import Usage as ServerUsage
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.sessions import FORMAT, VERSION, SavedEdit, SessionFileError
 from twinny_magics.sessions.files import FOLDER, MAX_SESSION_BYTES, write_atomic
 from twinny_magics.tools import Workspace
@@ -352,7 +351,7 @@ def test_a_full_disk_midway_through_a_real_save_leaves_the_previous_file_whole(s
         import resource, signal, sys
         from pathlib import Path
         from twinny_magics.agent import Agent
-        from twinny_magics.scripted import ScriptedServer
+        from twinny_magics.servers.scripted import ScriptedServer
         from twinny_magics.errors import TwinnyError
         agent = Agent.load({str(saved)!r}, server=ScriptedServer([]))
         for reply in agent.replies:
@@ -538,7 +537,7 @@ def test_a_session_saved_in_one_kernel_continues_in_the_next(tmp_path: Path, pro
                 "%load_ext twinny_magics\n"
                 "from pathlib import Path\n"
                 "from twinny_magics import Agent\n"
-                "from twinny_magics.scripted import Scripted, ScriptedServer\n"
+                "from twinny_magics.servers.scripted import Scripted, ScriptedServer\n"
                 "from twinny_magics.conversation import ToolCall\n"
                 "_s = Agent(server=ScriptedServer([Scripted('', (ToolCall('read_file', {'path': 'a.py'}),)),"
                 " 'It sets x to 1.']), workspace=Path.cwd(), shell=get_ipython())\n"
@@ -555,7 +554,7 @@ def test_a_session_saved_in_one_kernel_continues_in_the_next(tmp_path: Path, pro
             second.run(
                 "%load_ext twinny_magics\n"
                 "from twinny_magics import Agent\n"
-                "from twinny_magics.scripted import ScriptedServer\n"
+                "from twinny_magics.servers.scripted import ScriptedServer\n"
                 "_server = ScriptedServer(['Yes: x = 1, as before.'])\n"
                 "get_ipython().magics_manager.registry['TwinnyMagics'].session_factory = "
                 "lambda **o: Agent(server=_server, **o)"

@@ -15,7 +15,7 @@ from fixtures_servers import RunningServer
 
 from twinny_magics.conversation import ToolCall
 from twinny_magics.loop import Loop
-from twinny_magics.scripted import ScriptedServer
+from twinny_magics.servers.scripted import ScriptedServer
 from twinny_magics.text_tokens import (
     FAMILY_WEIGHTS,
     FEATURES,

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from twinny_magics.conversation import ToolCall
-from twinny_magics.grammar import tool_call_grammar
 from twinny_magics.protocol import format_call, parse_reply, text_mode_system_prompt
+from twinny_magics.protocol.grammar import tool_call_grammar
 from twinny_magics.tools import ToolLimits, ToolOutput, Workspace
 
 # --- the workspaces -------------------------------------------------------------------------------

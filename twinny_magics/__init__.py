@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .events import Reply
     from .protocol import displayable_length, parse_tool_calls
     from .servers import probe_context_window
+    from .servers.scripted import ScriptedServer
 
 __version__ = "0.1.0"
 
@@ -25,6 +26,7 @@ __all__ = [
     "Agent",
     "ContextPlan",
     "Reply",
+    "ScriptedServer",
     "TokenEstimator",
     "ToolCall",
     "displayable_length",
@@ -41,6 +43,7 @@ _LAZY = {
     "displayable_length": "twinny_magics.protocol",
     "parse_tool_calls": "twinny_magics.protocol",
     "probe_context_window": "twinny_magics.servers",
+    "ScriptedServer": "twinny_magics.servers.scripted",
 }
 
 

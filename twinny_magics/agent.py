@@ -31,7 +31,7 @@ from .usage import Price, Usage, check_price, session_usage
 if TYPE_CHECKING:
     import os
 
-    from .scripted import ReplayServer, ScriptedServer
+    from .servers.scripted import ReplayServer, ScriptedServer
     from .sessions import Restored
 
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).

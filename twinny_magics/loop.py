@@ -48,7 +48,6 @@ from .events import (
     UsageReported,
     WindowShare,
 )
-from .grammar import call_opener, may_open_call, tool_call_grammar, tool_call_rest_grammar
 from .modes import LEARNED_MODES, ModeChoice, ModeLearner, ModeMemory, describe
 from .notes import (
     FINAL_ANSWER_PROMPT,
@@ -62,7 +61,8 @@ from .notes import (
     with_closing_prompt,
 )
 from .options import DEFAULTS
-from .protocol_schema import example_call, format_call
+from .protocol.grammar import call_opener, may_open_call, tool_call_grammar, tool_call_rest_grammar
+from .protocol.schema import example_call, format_call
 from .redact import mask_value
 from .retrieval import HEAD_START_LEAD, HEAD_START_TOOL, query_terms
 from .servers import base as wire

@@ -31,7 +31,7 @@ from IPython.core.magic import Magics, magics_class
 from traitlets import Any as AnyTrait
 from traitlets import Bool, Enum, Float, Int, List, TraitType, Unicode
 
-from twinny_magics import reprs
+from twinny_magics.display import reprs
 from twinny_magics.options import HEAD_START_PARTS, OPTIONS, Option, add_flag, check, scoped, with_flags
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from typing import Any
 
 from twinny_magics.conversation import ToolCall, ToolResult
 from twinny_magics.display.markdown import markdown_html
+from twinny_magics.display.reprs import FONT, MONO, WindowPicture, esc, n, plain, sendable
 from twinny_magics.display.terminal import command_lines, command_shape, visible_parts
-from twinny_magics.reprs import FONT, MONO, WindowPicture, esc, n, plain, sendable
 from twinny_magics.usage import Price, Usage, usage_parts
 
 NOTICE_COLOURS = {"warning": "#b8860b", "fallback": "#2a7ab8", "error": "#c62828"}

@@ -27,7 +27,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-from twinny_magics.reprs import esc
+from twinny_magics.display.reprs import esc
 
 LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 

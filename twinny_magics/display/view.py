@@ -32,6 +32,7 @@ from twinny_magics.display.items import (
     StatusLine,
     TextItem,
 )
+from twinny_magics.display.reprs import WindowPicture, n, plain, sendable
 from twinny_magics.events import (
     CallFinished,
     CallStarted,
@@ -45,7 +46,6 @@ from twinny_magics.events import (
     UsageReported,
 )
 from twinny_magics.notes import NO_ANSWER
-from twinny_magics.reprs import WindowPicture, n, plain, sendable
 from twinny_magics.usage import Price, reply_usage
 
 log = logging.getLogger(__name__)

@@ -197,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m twinny_magics.experiment QUESTIONS --b OPTIONS …``: compare two variants in a terminal."""
     import json  # noqa: PLC0415
 
+    from twinny_magics.display.reprs import plain  # noqa: PLC0415
     from twinny_magics.errors import TwinnyError  # noqa: PLC0415
     from twinny_magics.experiment import report  # noqa: PLC0415
-    from twinny_magics.reprs import plain  # noqa: PLC0415
 
     parser = _parser("python -m twinny_magics.experiment", magic=False)
     args = parser.parse_args(argv)

@@ -1,8 +1,8 @@
 """How results look: an HTML table in a notebook and aligned text in a terminal, for every object.
 
 Question text, answers, tool output, reasons and names all come from people or models, so every piece of
-text goes through :func:`~twinny_magics.reprs.esc` (or a display piece that escapes or sanitizes it,
-:mod:`twinny_magics.display.items`), and the text twin through :func:`~twinny_magics.reprs.plain`.
+text goes through :func:`~twinny_magics.display.reprs.esc` (or a display piece that escapes or sanitizes it,
+:mod:`twinny_magics.display.items`), and the text twin through :func:`~twinny_magics.display.reprs.plain`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from twinny_magics.budget import plan_context
+from twinny_magics.display.reprs import FONT, MONO, WindowPicture, esc, n, plain, sendable
 from twinny_magics.experiment.variants import WHERE
-from twinny_magics.reprs import FONT, MONO, WindowPicture, esc, n, plain, sendable
 
 if TYPE_CHECKING:
     from twinny_magics.display.items import Item

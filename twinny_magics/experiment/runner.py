@@ -395,8 +395,8 @@ class _ProgressLine:
     def ran(self, number: int, total: int, run: Run) -> None:
         if self.style != "text":
             return
+        from twinny_magics.display.reprs import plain  # noqa: PLC0415
         from twinny_magics.experiment.report import MARKS  # noqa: PLC0415
-        from twinny_magics.reprs import plain  # noqa: PLC0415
 
         repetition = f" #{run.repeat + 1}" if run.repeat else ""
         why = f" — {run.why.splitlines()[0][:100]}" if run.why and run.outcome != "pass" else ""
@@ -407,7 +407,7 @@ class _ProgressLine:
         if self.style == "rich":
             self.show(text, done=True)
         elif self.style == "text":
-            from twinny_magics.reprs import plain  # noqa: PLC0415
+            from twinny_magics.display.reprs import plain  # noqa: PLC0415
 
             print(plain(text), file=sys.stderr, flush=True)
 

@@ -8,6 +8,8 @@
 - ``sse``: the incremental SSE decoder; ``refusals``: server refusals as our error types.
 - ``embedded``: llama.cpp in-process (``xllamacpp``) with SmolLM2, the default server.
 - ``connect``: one server for a session (``connect()`` → ``ConnectedServer``).
+- ``scripted``: a model that answers from a queue (``ScriptedServer``), for tests and replays; not
+  imported here.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ import re
 
 from twinny_magics.budget import plan_context
 from twinny_magics.display.items import CallItem, EditItem, NoticeItem, RequestItem, TextItem, short_arguments
+from twinny_magics.display.reprs import FONT, WindowPicture, esc, plan_html, reply_html, sendable
 from twinny_magics.events import Reply, RequestRecord
-from twinny_magics.reprs import FONT, WindowPicture, esc, plan_html, reply_html, sendable
 from twinny_magics.sessions.document import SavedSession
 
 _BACKTICKS = re.compile(r"`+")

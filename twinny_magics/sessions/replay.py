@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from twinny_magics.errors import ServerError
-from twinny_magics.scripted import ReplayServer, Scripted, ScriptedServer
+from twinny_magics.servers.scripted import ReplayServer, Scripted, ScriptedServer
 from twinny_magics.sessions.document import SavedSession
 
 

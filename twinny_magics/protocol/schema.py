@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twinny_magics.conversation import ToolCall
-from twinny_magics.protocol_scan import decode_lenient
+from twinny_magics.protocol.scan import decode_lenient
 
 # Type names models and schema generators use beside JSON Schema's own (vLLM's tests use "float").
 _TYPE_ALIASES = {

@@ -1,9 +1,10 @@
 """How much of a streaming reply may be shown, found incrementally.
 
 Pure: no I/O. A display shows the reply as it streams but must never show part of a call, so it shows
-everything before the first call marker and holds back up to ``HOLD`` trailing characters that could be
-the start of one. Whitespace inside a marker is not counted (up to ``2 * HOLD`` characters in all): a
-call list indented the way Hammer's prompt shows it puts its first key 13 characters in.
+everything before the first call marker (the held ones of the table in ``markers``, or the start of a
+JSON call) and holds back up to ``HOLD`` trailing characters that could be the start of one. Whitespace
+inside a marker is not counted (up to ``2 * HOLD`` characters in all): a call list indented the way
+Hammer's prompt shows it puts its first key 13 characters in.
 ``displayable_length`` answers for a whole text; ``StreamDetector`` answers chunk by chunk with the same
 scanner, keeping only the held-back tail between chunks, so a reply streamed in tiny chunks costs what
 one scan of it costs rather than one scan per chunk.
@@ -18,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from twinny_magics.protocol_gemma import GEMMA_OPEN
-from twinny_magics.protocol_parse import ParsedReply, parse_reply
+from twinny_magics.protocol.markers import fence_languages, held_prefixes
+from twinny_magics.protocol.parse import ParsedReply, parse_reply
 
 HOLD = 12
 
@@ -28,34 +29,33 @@ _TEXT, _THINK, _CODE = range(3)
 # The window a decision reads: HOLD characters that are not whitespace, and at most twice HOLD in all.
 _WINDOW = re.compile(rf"(?:\s*\S){{{HOLD}}}")
 _SPACE = re.compile(r"\s")
+# The markers held back (fences apart: those are decided at a line start, below). Markers longer than
+# HOLD count once their first HOLD characters are there: they are distinctive enough.
+_LITERALS = held_prefixes(HOLD)
+_LITERALS_AT = {first: tuple(lit for lit in _LITERALS if lit[0] == first) for first in "<["}
+
+
+def _starts(first: str, also: str) -> str:
+    """``first`` followed by a character some marker (or ``also``) has next, or by the end of the text."""
+    seconds = also + "".join(sorted({re.escape(lit[1]) for lit in _LITERALS_AT[first]}))
+    return rf"{re.escape(first)}(?:[{seconds}]|\Z)"
+
+
 # Only characters that can start a marker stop the regex (checked in C); the next character already rules
-# out most brackets in code and prose, and one at the very end of the text must wait for more.
+# out most brackets in code and prose, and one at the very end of the text must wait for more. ``<t`` may
+# be ``<think>``; ``[`` and ``{`` followed by space, ``{`` or ``"`` may start a JSON call.
 _TRIGGERS = {
-    _TEXT: re.compile(r"`|<(?:[tfs|]|\Z)|\[(?:[\sT{]|\Z)|\{(?:[\s\"]|\Z)"),
+    _TEXT: re.compile("|".join(("`", _starts("<", "t"), _starts("[", r"\s{"), r'\{(?:[\s"]|\Z)'))),
     _THINK: re.compile(r"<(?:/|\Z)"),
     _CODE: re.compile("`"),
 }
-# Markers longer than HOLD count once their first HOLD characters are there: they are distinctive enough.
-_LITERALS = tuple(
-    marker[:HOLD]
-    for marker in (
-        "<tool_call",
-        "<function=",
-        "<function ",
-        "<function_call",
-        "<|python_tag|>",
-        "<|python_start|>",
-        "<|tool_call_start|>",
-        "[TOOL_CALLS]",
-        GEMMA_OPEN,
-    )
-)
 # xLAM's first format opens with "thought" or "tool_calls"; the others are a call's own first key.
 _JSON_KEYS = ('"name"', '"function"', '"tool_name"', '"tool_calls"', '"thought"')
 # With the window full, this much of a key is enough to call it (a key longer than the window, or one
 # after indentation); less than this could begin any key.
 _KEY_PREFIX = 3
-_FENCE_CALL_LANGS = ("tool", "json")
+# The fence languages held back, as the start of an info string (``tool`` covers ``tool_call``…).
+_FENCE_CALL_LANGS = fence_languages(held=True)
 
 
 def _literal(window: str, literal: str, need_more: bool) -> int:
@@ -152,9 +152,8 @@ def _classify(window: str, mode: int, line_start: bool, need_more: bool, full: b
         think = _literal(window, "<think>", need_more)
         if think == _MATCH:
             return _THINK_OPEN, 7
-        states = [think, *(_literal(window, lit, need_more) for lit in _LITERALS)]
-    if first == "[":
-        states.append(_literal(window, "[TOOL_CALLS]", need_more))
+        states.append(think)
+    states += [_literal(window, lit, need_more) for lit in _LITERALS_AT.get(first, ())]
     if first in "[{":
         states.append(_json_start(window, need_more, full))
     if _MATCH in states:

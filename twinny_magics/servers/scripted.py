@@ -1,9 +1,8 @@
 """A scripted model server: replies queued in advance, requests recorded.
 
 It ships with the package (not only the tests) because it is how a teacher replays a session without a
-model, and how the loop is tested without mocks: it implements the same
-the loop's ``ModelServer``
-protocol as the HTTP adapters.
+model, and how the loop is tested without mocks: it implements the loop's ``ModelServer`` protocol, as
+the HTTP adapters do. ``ScriptedServer`` is also a top-level name (``twinny_magics.ScriptedServer``).
 """
 
 from __future__ import annotations
@@ -14,9 +13,9 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .conversation import ToolCall
-from .errors import PromptTooLong, ServerError, ToolHistoryRefused, ToolsRefused
-from .servers.base import ChatEvent, ChatRequest, Finish, TextDelta, Usage, build_tool_calls
+from twinny_magics.conversation import ToolCall
+from twinny_magics.errors import PromptTooLong, ServerError, ToolHistoryRefused, ToolsRefused
+from twinny_magics.servers.base import ChatEvent, ChatRequest, Finish, TextDelta, Usage, build_tool_calls
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .inert import inert
-from .usage import usage_line
+from twinny_magics.inert import inert
+from twinny_magics.usage import usage_line
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from .agent import Agent
-    from .budget import ContextPlan, TokenEstimator
-    from .events import Reply
+    from twinny_magics.agent import Agent
+    from twinny_magics.budget import ContextPlan, TokenEstimator
+    from twinny_magics.events import Reply
 
 # Colours picked to read on light and dark themes alike; every part also has a text label.
 COLOURS = {

@@ -14,7 +14,7 @@ closers optional); Qwen3-coder's ``<function=grep><parameter=pattern>…</parame
 and closers optional), ``<function=grep>{json}</function>`` and ``<function name="grep">``; GLM's
 ``<arg_key>``/``<arg_value>`` body; Mistral's ``[TOOL_CALLS] [...]`` and ``[TOOL_CALLS]name[ARGS]{…}``;
 FunctionGemma's ``<start_function_call>call:grep{pattern:<escape>x<escape>}<end_function_call>``
-(``protocol_gemma``); bare JSON calls (also ``{"function": {...}}``, ``{"tool_name": ...}``,
+(``gemma``); bare JSON calls (also ``{"function": {...}}``, ``{"tool_name": ...}``,
 ``{"grep": {...}}``) and lists of them, as xLAM and Hammer write (bare, in a fence, or as
 ``{"tool_calls": [...]}`` with xLAM's ``"thought"``); Python-style calls ``grep("foo", "src")`` and
 ``read_file(path="a.py")`` and lists of them; and ``grep {"pattern": "x"}``.
@@ -65,15 +65,20 @@ Where upstream parsers disagree (the corpora ``tests/test_conformance.py`` runs)
 
 Not read: Continue's ``TOOL_NAME:``/``BEGIN_ARG:`` block protocol (a ```` ```tool ```` fence holding it
 gets a problem message that shows the right format).
+
+The package: ``markers`` (the one table of call markers), ``parse`` (the pass over a finished reply),
+``dialects`` (a reader per dialect), ``gemma`` (FunctionGemma's call body), ``scan`` (linear scanning and
+literals), ``schema`` (tool specs, examples, converting values), ``stream`` (how much of a streaming reply
+may be shown) and ``grammar`` (GBNF that holds a llama.cpp reply to the protocol); all pure.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from twinny_magics.protocol_parse import ParsedReply, parse_reply, parse_tool_calls
-from twinny_magics.protocol_schema import example_call, format_call, preferred_example, tool_specs
-from twinny_magics.protocol_stream import HOLD, StreamDetector, displayable_length
+from twinny_magics.protocol.parse import ParsedReply, parse_reply, parse_tool_calls
+from twinny_magics.protocol.schema import example_call, format_call, preferred_example, tool_specs
+from twinny_magics.protocol.stream import HOLD, StreamDetector, displayable_length
 
 __all__ = [
     "HOLD",

@@ -3,7 +3,7 @@
 Pure: no I/O. One left-to-right pass finds the places where a call may start (a fence at a line start,
 a call tag or token such as ``<start_function_call>``, ``<function=``, ``[TOOL_CALLS]``, a JSON object
 or list, a Python-style call of an offered tool, ``<think>``), decides whether a call may stand there,
-and hands it to the reader for its dialect (``protocol_dialects``). A reader returns the calls it read,
+and hands it to the reader for its dialect (``dialects``). A reader returns the calls it read,
 the problems it found and where it stopped; the pass goes on from there, so the whole reply is read
 once. The decisions this module makes are listed in ``twinny_magics.protocol``.
 """
@@ -16,24 +16,25 @@ from typing import Any
 
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import CallFormatError, ModelFeedback, UnknownTool
-from twinny_magics.protocol_dialects import HSPACE, TAG_PATTERN, DialectReader, Problem, Read
-from twinny_magics.protocol_gemma import GEMMA_OPEN
-from twinny_magics.protocol_scan import skip_ws
-from twinny_magics.protocol_schema import ToolSpec, tool_specs
+from twinny_magics.protocol.dialects import HSPACE, DialectReader, Problem, Read
+from twinny_magics.protocol.markers import fence_languages, function_pattern, tag_markers, tag_pattern
+from twinny_magics.protocol.scan import skip_ws
+from twinny_magics.protocol.schema import ToolSpec, tool_specs
 
 _MASTER_PARTS = (
     r"(?P<fence>^[ \t]{0,3}`{3,})",
     r"(?P<think><think>)",
     r"(?P<unthink></think>)",
-    rf"(?P<tag>{TAG_PATTERN})",
-    r"(?P<func><function[= ])",
+    rf"(?P<tag>{tag_pattern()})",
+    rf"(?P<func>{function_pattern()})",
     r"(?P<json>\{(?=\s*\")|\[(?=\s*\{))",
     r"(?P<pylist>\[(?=[ \t]*[A-Za-z_][\w.\-]*[ \t]*\())",
 )
 _PLAIN_MASTER = re.compile("|".join(_MASTER_PARTS), re.MULTILINE)
 _CLOSE_FENCE = re.compile(r"^[ \t]{0,3}`{3,}[ \t]*$", re.MULTILINE)
 _SEPARATORS = re.compile(r"[\s,;]*")
-_CALL_FENCE_LANGS = frozenset({"tool", "tool_call", "tool_code", "tool_calls", "function", "function_call"})
+_CALL_FENCE_LANGS = frozenset(fence_languages(strong=True))
+_SPECIAL = frozenset(opener for opener, marker in tag_markers().items() if marker.special)
 MAX_PROBLEMS = 5
 
 
@@ -199,7 +200,7 @@ class _Reader(DialectReader):
         if read is None:
             return match.end()
         self._record(match.start(), read)
-        if not read.calls and opener.startswith(("<|", "[TOOL", GEMMA_OPEN)):
+        if not read.calls and opener in _SPECIAL:
             # Special tokens are never meant for the reader, whether or not a call followed.
             self.removed.append((match.start(), match.end(), ""))
         return read.end

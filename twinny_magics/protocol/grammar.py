@@ -28,7 +28,8 @@ the last request, which offers none). Rule names use letters, digits and ``-`` o
 version reads them.
 
 The lazy grammar. ``tool_call_rest_grammar(tools, opener)`` is only the rest of a call after its opener
-(``CALL_OPENERS``: the protocol's ```` ```tool ```` fence and the ``<tool_call>`` tag), the same call
+(``CALL_OPENERS``, the markers the table in ``markers`` lets a grammar take over at: the protocol's
+```` ```tool ```` fence and the ``<tool_call>`` tag), the same call
 object and then the opener's closer. llama.cpp's chat route ignores a request's own ``grammar_lazy``
 and ``grammar_triggers``, so the loop makes the laziness itself: it streams a reply with no grammar, and
 when the reply writes an opener it closes that stream and asks the server to continue the reply from
@@ -43,7 +44,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from twinny_magics.protocol_schema import schema_type, tool_specs
+from twinny_magics.protocol.markers import FENCE, Marker, grammar_openers
+from twinny_magics.protocol.schema import schema_type, tool_specs
 
 __all__ = [
     "ANSWER_EXCLUDED",
@@ -68,6 +70,25 @@ _DIGITS = 10
 _FRACTION_DIGITS = 6
 
 
+def literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif char == "\r":
+            out.append("\\r")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\x{ord(char):02X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 def tool_call_grammar(
     tools: list[dict[str, Any]] | None,
     *,
@@ -89,16 +110,23 @@ def tool_call_grammar(
     return builder.text()
 
 
+def _around(marker: Marker) -> tuple[str, str]:
+    """The GBNF between a marker's opener and the call object, and from the object to the closer: a
+    fence's lines are required, a tag's line breaks optional."""
+    if marker.closer is None:
+        raise ValueError(f"a lazy grammar cannot finish {marker.opener}: it has no closer")
+    if marker.dialect == FENCE:
+        return '"\\n"', literal("\n" + marker.closer)
+    return '"\\n"?', f'"\\n"? {literal(marker.closer)}'
+
+
 #: The protocol's own call opener: what the text-mode prompt asks for, and where a lazy grammar wakes.
-FENCE_OPENER = "```tool"
-#: The call openers a lazy grammar takes over at, with the GBNF of what follows each opener before the
-#: call object and after it. ``<tool_call>`` is there because models trained on Hermes-style templates
-#: (Qwen2.5 among them) drift to it. ```` ```json ```` is not: an answer may hold a JSON block that is
-#: data, and a grammar that took over there would force a call into it.
-CALL_OPENERS: dict[str, tuple[str, str]] = {
-    FENCE_OPENER: ('"\\n"', '"\\n```"'),
-    "<tool_call>": ('"\\n"?', '"\\n"? "</tool_call>"'),
-}
+FENCE_OPENER = next(m.opener for m in grammar_openers() if m.dialect == FENCE)
+#: The call openers a lazy grammar takes over at (the markers the table marks ``grammar``), with the GBNF
+#: of what follows each opener before the call object and after it. ``<tool_call>`` is there because
+#: models trained on Hermes-style templates (Qwen2.5 among them) drift to it. ```` ```json ```` is not: an
+#: answer may hold a JSON block that is data, and a grammar that took over there would force a call into it.
+CALL_OPENERS: dict[str, tuple[str, str]] = {m.opener: _around(m) for m in grammar_openers()}
 
 
 def call_opener(marker: str) -> str | None:
@@ -135,25 +163,6 @@ def tool_call_rest_grammar(
 
 
 # --- GBNF text ------------------------------------------------------------------------------------------
-
-
-def literal(text: str) -> str:
-    """``text`` as a GBNF string literal."""
-    out = []
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif char == "\r":
-            out.append("\\r")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\x{ord(char):02X}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
 
 
 def _class_char(char: str) -> str:

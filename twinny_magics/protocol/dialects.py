@@ -5,7 +5,7 @@ it read, the problems it found (a call meant but not readable) and where it stop
 context already means a call (inside ``<tool_call>``, ``[TOOL_CALLS]``, a ```` ```tool ```` fence): there
 anything unreadable is a problem; elsewhere it is just text. Readers nest (a fence holding a tag holding
 JSON) and share one ``TextScan``, so every character is scanned a bounded number of times. FunctionGemma's
-``call:NAME{…}`` body has a grammar of its own, read by ``protocol_gemma``.
+``call:NAME{…}`` body has a grammar of its own, read by ``gemma``.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twinny_magics.conversation import ToolCall
-from twinny_magics.protocol_gemma import (
+from twinny_magics.protocol.gemma import (
     GEMMA_CLOSE,
     GEMMA_OPEN,
     GEMMA_RESPONSE,
     GemmaSyntaxError,
     read_arguments,
 )
-from twinny_magics.protocol_scan import TextScan, call_arguments, decode_lenient, skip_ws
-from twinny_magics.protocol_schema import (
+from twinny_magics.protocol.markers import FUNCTION, GEMMA, MARKERS, MISTRAL, tag_markers, tag_pattern
+from twinny_magics.protocol.scan import TextScan, call_arguments, decode_lenient, skip_ws
+from twinny_magics.protocol.schema import (
     ToolSpec,
     coerce_text,
     coerce_value,
@@ -33,30 +34,12 @@ from twinny_magics.protocol_schema import (
     resolve_name,
 )
 
-# Tags whose body is a call (a body we cannot read is a problem) and tags some templates wrap a call in
-# that also occur in ordinary prose (a body that is not a call leaves them alone).
-_CLOSERS: dict[str, str | None] = {
-    "<tool_call>": "</tool_call>",
-    "<tool_calls>": "</tool_calls>",
-    "<function_call>": "</function_call>",
-    "<|python_start|>": "<|python_end|>",
-    "<|tool_call_start|>": "<|tool_call_end|>",
-    "<|python_tag|>": None,
-    "[TOOL_CALLS]": "[/TOOL_CALLS]",
-    GEMMA_OPEN: GEMMA_CLOSE,
-    "<tool>": "</tool>",
-    "<tools>": "</tools>",
-    "<response>": "</response>",
-    "<json>": "</json>",
-    "<JSON>": "</JSON>",
-    "<xml>": "</xml>",
-}
-_WEAK_TAGS = frozenset({"<tool>", "<tools>", "<response>", "<json>", "<JSON>", "<xml>"})
-TAG_PATTERN = (
-    r"<(?:tool_call|tool_calls|function_call|tools|tool|response|json|JSON|xml|start_function_call)>"
-    r"|<\|(?:python_tag|python_start|tool_call_start)\|>|\[TOOL_CALLS\]"
-)
-_TAG_AT = re.compile(TAG_PATTERN)
+# The tags and tokens around a call, from the one table of markers: those whose body is a call (a body we
+# cannot read is a problem) and those some templates wrap a call in that also occur in ordinary prose (a
+# body that is not a call leaves them alone).
+_TAGS = tag_markers()
+_TAG_AT = re.compile(tag_pattern())
+_FUNCTION_OPENERS = tuple(m.opener for m in MARKERS if m.dialect == FUNCTION)
 _IDENT = re.compile(r"[A-Za-z_][\w.\-]*")
 HSPACE = re.compile(r"[ \t]*")
 _PYLIST_AT = re.compile(r"\[[ \t]*[A-Za-z_][\w.\-]*[ \t]*\(")
@@ -145,7 +128,7 @@ class DialectReader:
                     return read
             return self._json_value(p, strong=strong)
         if char == "<":
-            if text.startswith(("<function=", "<function "), p):
+            if text.startswith(_FUNCTION_OPENERS, p):
                 return self._function(p, absorb_closer=False)
             tag = _TAG_AT.match(text, p)
             if tag and depth < _MAX_TAG_DEPTH:
@@ -156,20 +139,20 @@ class DialectReader:
         return None
 
     def _tag(self, start: int, opener: str, *, depth: int) -> Read | None:
-        text, closer = self.text, _CLOSERS[opener]
-        strong = opener not in _WEAK_TAGS
+        text, marker = self.text, _TAGS[opener]
+        closer, strong, mistral = marker.closer, marker.strong, marker.dialect == MISTRAL
         body = start + len(opener)
-        if opener == GEMMA_OPEN:
+        if marker.dialect == GEMMA:
             gemma = self._gemma(start)
             if gemma is not None:
                 return gemma
-        read = self._sequence(body, depth=depth + 1, strong=strong, mistral=opener == "[TOOL_CALLS]")
+        read = self._sequence(body, depth=depth + 1, strong=strong, mistral=mistral)
         if read is None or not (read.calls or read.problems):
             if not strong:
                 return None
             close = self.scan.find(closer, body) if closer else -1
             end = close + len(closer) if closer and close != -1 else body
-            what = "a JSON list of calls" if opener == "[TOOL_CALLS]" else "a call"
+            what = "a JSON list of calls" if mistral else "a call"
             return Read(end, problems=[self._format(start, f"after {opener} I expected {what}")])
         after = skip_ws(text, read.end)
         # One closing brace too many after the JSON is a slip seen in the wild; let it go.

@@ -21,10 +21,12 @@ import json
 import re
 from typing import Any
 
-from twinny_magics.protocol_scan import TextScan
+from twinny_magics.protocol.markers import GEMMA, MARKERS
+from twinny_magics.protocol.scan import TextScan
 
-GEMMA_OPEN = "<start_function_call>"
-GEMMA_CLOSE = "<end_function_call>"
+_CALL = next(m for m in MARKERS if m.dialect == GEMMA)
+assert _CALL.closer is not None
+GEMMA_OPEN, GEMMA_CLOSE = _CALL.opener, _CALL.closer
 #: The template's cue for the tool's answer; a server that does not stop on it leaves it after the calls.
 GEMMA_RESPONSE = "<start_function_response>"
 ESCAPE = "<escape>"
