@@ -267,6 +267,17 @@ TOOLS: dict[str, ToolSpec] = {
 }
 
 
+#: Tools whose success may change what other tools return.
+_CHANGES_WORKSPACE = frozenset({"edit_file", "create_file", "run_command"})
+#: Tools that make or propose an edit of a file.
+_EDITS = frozenset({"edit_file", "create_file"})
+
+
+def declared_effects(name: str) -> tuple[bool, bool]:
+    """Whether a call of the tool ``name`` may change the workspace, and whether it edits a file."""
+    return name in _CHANGES_WORKSPACE, name in _EDITS
+
+
 def bind(spec: ToolSpec, arguments: object) -> dict[str, Any]:
     """The arguments checked against ``spec`` (numbers in strings converted), or a `WorkspaceError`.
 

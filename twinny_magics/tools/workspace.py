@@ -27,7 +27,7 @@ from twinny_magics.tools import commands, files, notebook, variables
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
-from twinny_magics.tools.registry import TOOLS, bind, refusal
+from twinny_magics.tools.registry import TOOLS, bind, declared_effects, refusal
 
 #: Chunks a search call answers, and the characters they may fill (the loop cuts to its budget too).
 SEARCH_CHUNKS = 4
@@ -213,8 +213,8 @@ class Workspace:
         one place all of them pass on their way to the model server.
         """
         out = await self._run(call)
-        masked = mask_secrets(out.text)
-        return out if masked == out.text else dataclasses.replace(out, text=masked)
+        changes, edits = declared_effects(call.name)
+        return dataclasses.replace(out, text=mask_secrets(out.text), changes_workspace=changes, edits=edits)
 
     async def _run(self, call: ToolCall) -> ToolOutput:
         name = call.name
