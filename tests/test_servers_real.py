@@ -14,11 +14,11 @@ import httpx
 import pytest
 from fixtures_servers import GREP_TOOL, RunningServer, free_port, silent_port, tool_call_messages
 
+from twinny_magics.contracts import CountsPrompts, ModelServer, Tokenizes
 from twinny_magics.errors import PromptTooLong, ServerTimeout, ServerUnreachable, StreamCut
 from twinny_magics.servers import (
     ChatEvent,
     ChatRequest,
-    ChatServer,
     ConnectedServer,
     Finish,
     OpenAIChatServer,
@@ -238,7 +238,9 @@ async def test_a_stopped_reply_closes_its_stream_and_the_next_is_answered(
 
 async def test_a_connected_server_plans_with_the_real_window_and_streams(llama_server: RunningServer) -> None:
     server = connect(llama_server.base_url, cache=ProbeCache())
-    assert isinstance(server, ChatServer)
+    assert isinstance(server, ModelServer)
+    assert isinstance(server, Tokenizes)
+    assert isinstance(server, CountsPrompts)
     assert (server.kind, server.model) == ("llamacpp", "smollm2")
     assert await server.context_window() == 2048
     events = await collect(server.stream(ChatRequest(HELLO, max_tokens=4)))

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .budget import HEAD_START_SHARE, ContextPlan, TokenEstimator, plan_context
+from .contracts import EventSink, ModelServer, Toolset
 from .conversation import Message, assistant, user
-from .events import Event, Notice, Reply, ReplyFinished
-from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModelServer, ModeSetting, Toolset
+from .events import Notice, Reply, ReplyFinished
+from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModeSetting
 from .notes import FINAL_ANSWER_PROMPT, NoteEntry, turn_notes
 from .options import DEFAULTS, check
 from .tools import Approve, CommandsMode, EditsMode, Workspace
@@ -39,8 +40,6 @@ HISTORY_TURNS = 3
 HISTORY_ANSWER_CHARS = 1500
 #: How long an interrupted reply may take to wind down before ``run`` gives up waiting for it.
 STOP_GRACE_SECONDS = 2.0
-
-EventSink = Callable[[Event], None]
 
 
 def _mark_stopped(reply: Reply) -> None:

@@ -6,9 +6,13 @@ Pure data. The loop emits these in order; the display consumes them and never dr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .budget import ContextPlan, Trim
 from .conversation import Mode, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from .contracts import PendingChange, ProposedChange
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ class CallFinished:
     step: int
     key: str
     result: ToolResult
-    pending_edit: object | None = None
+    pending_edit: PendingChange | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,7 @@ class Reply:
     steps: list[Step] = field(default_factory=list)
     requests: list[RequestRecord] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
-    pending: list[object] = field(default_factory=list)
+    pending: list[ProposedChange] = field(default_factory=list)
     stopped: str = "answer"
     error: str | None = None
     #: What the loop gave the model before its first step (the workspace map and the evidence), if any.

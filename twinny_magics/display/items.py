@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from twinny_magics.contracts import ProposedChange
 from twinny_magics.conversation import ToolCall, ToolResult
 from twinny_magics.display.markdown import markdown_html
 from twinny_magics.display.reprs import FONT, MONO, WindowPicture, esc, n, plain, sendable
@@ -309,18 +310,18 @@ def diff_html(diff: str) -> str:
 class EditItem(Item):
     """A proposed edit: its diff, its status, and how to apply it without buttons."""
 
-    edit: Any
+    edit: ProposedChange
     message: str = ""
 
     @property
     def status(self) -> str:
         """``pending``, ``applied``, ``discarded`` or ``conflict``."""
-        return str(getattr(self.edit, "status", "pending"))
+        return self.edit.status
 
     def headline(self) -> str:
         """``Proposed edit to a.py — waiting for review``."""
-        path = getattr(self.edit, "path", "?")
-        what = "Proposed new file" if getattr(self.edit, "creates", False) else "Proposed edit to"
+        path = self.edit.path
+        what = "Proposed new file" if self.edit.creates else "Proposed edit to"
         state = {
             "pending": "waiting for review: Apply or Discard (or %agent apply / %agent discard)",
             "applied": "applied",
@@ -334,7 +335,7 @@ class EditItem(Item):
         lines = [self.headline()]
         if self.message:
             lines.append(self.message)
-        lines.append(str(getattr(self.edit, "diff", "")))
+        lines.append(self.edit.diff)
         return "\n".join(lines)
 
     def html(self) -> str:
@@ -346,7 +347,7 @@ class EditItem(Item):
         return (
             f'<div style="{FONT}border:1px solid rgba(127,127,127,0.4);padding:4px 8px;margin:4px 0">'
             f'<b style="color:{colour}">{esc(self.headline())}</b>{message}'
-            f"{diff_html(str(getattr(self.edit, 'diff', '')))}</div>"
+            f"{diff_html(self.edit.diff)}</div>"
         )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
+from twinny_magics.contracts import PendingChange
 from twinny_magics.display import buttons
 from twinny_magics.display.items import (
     ApprovalItem,
@@ -102,7 +103,7 @@ def _display(obj: Any) -> Any:
 class EditPanel:
     """A proposed edit with its Apply/Discard buttons; works after the cell has finished."""
 
-    def __init__(self, edit: Any, *, show: bool, with_buttons: bool) -> None:
+    def __init__(self, edit: PendingChange, *, show: bool, with_buttons: bool) -> None:
         self.edit = edit
         self.item = EditItem(edit)
         self._lock = threading.Lock()
@@ -135,7 +136,7 @@ class EditPanel:
                 message = f"Already {self.item.status}."
             else:
                 self.edit.discard()
-                message = f"Discarded the edit to {getattr(self.edit, 'path', '?')}."
+                message = f"Discarded the edit to {self.edit.path}."
             self.item.message = message
         self.refresh()
         return message
@@ -367,7 +368,7 @@ class ReplyView:
             self._edit(event.pending_edit)
         self._status()
 
-    def _edit(self, edit: Any) -> None:
+    def _edit(self, edit: PendingChange) -> None:
         panel = EditPanel(edit, show=self.rich and not self.quiet, with_buttons=self.with_buttons)
         self.edit_panels.append(panel)
         self.items.append(panel.item)

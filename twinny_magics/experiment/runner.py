@@ -43,8 +43,8 @@ from twinny_magics.experiment.serving import RunServer, seeded
 from twinny_magics.experiment.variants import SERVER_OPTIONS, Variant, check_options, effective
 
 if TYPE_CHECKING:
+    from twinny_magics.contracts import ModelServer
     from twinny_magics.events import Reply
-    from twinny_magics.loop import ModelServer
 
 Progress = Literal["auto", "rich", "text", "off"]
 

@@ -6,11 +6,19 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from twinny_magics.contracts import (
+    Addressed,
+    Closes,
+    CountsPrompts,
+    MaybeEmbedded,
+    TakesTools,
+    Tokenizes,
+    WarnsOfKey,
+)
 from twinny_magics.errors import PromptTooLong
 
 if TYPE_CHECKING:
-    from twinny_magics.loop import ModelServer
-    from twinny_magics.servers.base import ChatEvent, ChatRequest
+    from twinny_magics.contracts import ChatEvent, ChatRequest, ModelServer, ServerAddress
 
 
 def seeded(extra: Mapping[str, Any] | None, seed: int | None, kind: str) -> dict[str, Any] | None:
@@ -28,8 +36,8 @@ def seeded(extra: Mapping[str, Any] | None, seed: int | None, kind: str) -> dict
 class RunServer:
     """The model server as one run sees it: counts refusals, and starts the run off the prompt cache.
 
-    A thin wrapper with the loop's ``ModelServer`` shape; the optional capabilities (tokenize, whole
-    prompt counts, the embedded server, the API key's warning) are passed through as the loop asks.
+    A thin wrapper with the loop's ``ModelServer`` shape and every optional capability of
+    ``contracts``, each answered as the inner server does (or as a server without it would).
     """
 
     def __init__(self, inner: ModelServer, *, cold_first: bool = True) -> None:
@@ -52,23 +60,22 @@ class RunServer:
     @property
     def embedded(self) -> object | None:
         """The embedded server behind it, if any (the loop's grammar and mode defaults ask)."""
-        return getattr(self.inner, "embedded", None)
+        return self.inner.embedded if isinstance(self.inner, MaybeEmbedded) else None
 
     @property
-    def info(self) -> object | None:
+    def info(self) -> ServerAddress | None:
         """The server's info (the loop masks its API key in what it keeps)."""
-        return getattr(self.inner, "info", None)
+        return self.inner.info if isinstance(self.inner, Addressed) else None
 
     @property
     def takes_tools(self) -> bool:
         """Whether tools may be offered natively."""
-        return bool(getattr(self.inner, "takes_tools", True))
+        return self.inner.takes_tools if isinstance(self.inner, TakesTools) else True
 
     @property
     def key_warning(self) -> str | None:
         """The inner server's warning about a key over plain http, if any."""
-        warning = getattr(self.inner, "key_warning", None)
-        return warning if isinstance(warning, str) else None
+        return self.inner.key_warning if isinstance(self.inner, WarnsOfKey) else None
 
     async def context_window(self) -> int:
         """The server's window."""
@@ -76,19 +83,13 @@ class RunServer:
 
     async def tokenize(self, text: str) -> int | None:
         """Exact tokens where the server counts them, else None."""
-        tokenize = getattr(self.inner, "tokenize", None)
-        if tokenize is None:
-            return None
-        count: int | None = await tokenize(text)
-        return count
+        return await self.inner.tokenize(text) if isinstance(self.inner, Tokenizes) else None
 
     async def count_prompt_tokens(self, request: ChatRequest) -> int | None:
         """A whole prompt's tokens where the server counts them, else None."""
-        count_prompt = getattr(self.inner, "count_prompt_tokens", None)
-        if count_prompt is None:
+        if not isinstance(self.inner, CountsPrompts):
             return None
-        count: int | None = await count_prompt(request)
-        return count
+        return await self.inner.count_prompt_tokens(request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
         """The inner server's reply; the run's first request on llama.cpp skips the prompt cache."""
@@ -103,6 +104,5 @@ class RunServer:
             self.refused += 1
             raise
         finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
+            if isinstance(events, Closes):
+                await events.aclose()

@@ -3,7 +3,8 @@
 - ``kinds``: server kinds, ports, default windows, ``ServerInfo``, ``small_window_warning``.
 - ``probe``: the window (``probe_context_window``/``context_window``), cached (``asking.ProbeCache``).
 - ``recognise``: the kind, the model, discovery (``discover``); ``asking``: the sans-IO ask drivers.
-- ``base``: ``ChatRequest``, the events a reply streams as, the ``ChatServer`` protocol.
+- ``base``: ``ChatRequest`` and the events a reply streams as (defined in ``twinny_magics.contracts``,
+  with the ``ModelServer`` protocol every server here fits), and reading a server's JSON.
 - ``openai`` / ``ollama``: the streaming adapters on an injected ``httpx.AsyncClient``.
 - ``sse``: the incremental SSE decoder; ``refusals``: server refusals as our error types.
 - ``embedded``: llama.cpp in-process (``xllamacpp``) with SmolLM2, the default server.
@@ -18,7 +19,6 @@ from twinny_magics.servers.asking import ProbeCache
 from twinny_magics.servers.base import (
     ChatEvent,
     ChatRequest,
-    ChatServer,
     Finish,
     TextDelta,
     ToolCallDelta,
@@ -63,7 +63,6 @@ __all__ = [
     "SMALL_WINDOW",
     "ChatEvent",
     "ChatRequest",
-    "ChatServer",
     "ConnectedServer",
     "EmbeddedServer",
     "Finish",

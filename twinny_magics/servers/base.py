@@ -1,116 +1,31 @@
-"""What the loop hands a model server and what it gets back: one request, a stream of events.
+"""What the loop hands a model server and what it gets back, and reading what a server sends.
 
-Pure data and one protocol; the adapters (``openai``, ``ollama``) do the I/O. A reply streams as::
-
-    TextDelta* , ToolCallDelta* , [ToolCalls] , [Usage] , Finish
-
-``Finish`` is always last and only sent when the server finished the reply; a stream that stops before
-that raises ``StreamCut`` instead, so "no Finish" never has to be checked by the caller.
+The request and the events a reply streams as are defined with the server's contract in
+``twinny_magics.contracts`` (light: the loop imports them from there) and re-exported here for the
+adapters (``openai``, ``ollama``), which do the I/O. Here: reading a server's JSON and its native calls.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from twinny_magics.contracts import ChatEvent, ChatRequest, Finish, TextDelta, ToolCallDelta, ToolCalls, Usage
 from twinny_magics.conversation import ToolCall
 from twinny_magics.servers.numbers import json_int
 
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """One request: messages already rendered by ``conversation.render``, and what goes with them.
-
-    ``tools`` are OpenAI-style definitions (None offers none). ``extra`` is merged into the request body
-    as is (e.g. llama.cpp's ``grammar``, ``seed``). ``num_ctx`` asks Ollama for a window (it then goes
-    through Ollama's own ``/api/chat``, the only route that honours it).
-    """
-
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None = None
-    model: str | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    num_ctx: int | None = None
-
-    @property
-    def has_tool_history(self) -> bool:
-        """Whether any message carries native tool calls or results (some servers refuse those)."""
-        return any(m.get("role") == "tool" or m.get("tool_calls") for m in self.messages)
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A piece of the reply's text."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCallDelta:
-    """A piece of a native tool call as it streams: ``name`` on the first piece, then argument text."""
-
-    index: int
-    arguments: str = ""
-    name: str | None = None
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolCalls:
-    """Every native tool call of the reply, sent once when they are complete.
-
-    ``errors[i]`` is None when ``calls[i].arguments`` was read, else why not; an unreadable call keeps
-    ``arguments={}`` and its text in ``arguments_text[i]``, so the loop can show the model what it wrote.
-    """
-
-    calls: list[ToolCall]
-    arguments_text: list[str]
-    errors: list[str | None]
-
-    @property
-    def readable(self) -> list[ToolCall]:
-        """The calls whose arguments could be read."""
-        return [c for c, e in zip(self.calls, self.errors, strict=True) if e is None]
-
-
-@dataclass(frozen=True)
-class Usage:
-    """The server's own token counts for the request (``cached_tokens``: prompt prefix it reused)."""
-
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cached_tokens: int | None = None
-
-
-@dataclass(frozen=True)
-class Finish:
-    """The reply is complete; ``reason`` is the server's (``stop``, ``length``, ``tool_calls``…)."""
-
-    reason: str | None
-
-
-ChatEvent = TextDelta | ToolCallDelta | ToolCalls | Usage | Finish
-
-
-@runtime_checkable
-class ChatServer(Protocol):
-    """A model server the loop can stream a reply from."""
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
-        """The reply to ``request`` as events; raises a ``ServerError`` subclass when it cannot."""
-        ...
-
-    async def tokenize(self, text: str) -> int | None:
-        """The exact token count of ``text`` where the server can say, else None."""
-        ...
-
-    async def count_prompt_tokens(self, request: ChatRequest) -> int | None:
-        """The exact prompt tokens ``request`` will take (template included) where the server can say."""
-        ...
+__all__ = [
+    "ChatEvent",
+    "ChatRequest",
+    "Finish",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCalls",
+    "Usage",
+    "build_tool_calls",
+    "read_arguments",
+    "read_json",
+]
 
 
 #: One decoder made once (``json.loads`` with ``parse_int`` would make a new one on every call).

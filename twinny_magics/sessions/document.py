@@ -35,6 +35,7 @@ from twinny_magics.usage import check_price
 
 if TYPE_CHECKING:
     from twinny_magics.agent import Agent
+    from twinny_magics.contracts import ProposedChange
     from twinny_magics.events import Reply
 
 FORMAT = "twinny_magics.session"
@@ -301,7 +302,7 @@ def restore(agent: Agent, saved: SavedSession, restored: Restored) -> None:
     """
     waiting = 0
     for reply in saved.replies:
-        edits: list[object] = []
+        edits: list[ProposedChange] = []
         for edit in reply.pending:
             expired = isinstance(edit, SavedEdit) and edit.status == "pending"
             waiting += expired

@@ -29,7 +29,7 @@ from twinny_magics.sessions.reading import SessionFileError
 
 if TYPE_CHECKING:
     from twinny_magics.agent import Agent
-    from twinny_magics.loop import ModelServer
+    from twinny_magics.contracts import ModelServer
     from twinny_magics.servers.scripted import ReplayServer, ScriptedServer
 
 #: The folder ``%agent save`` writes to, next to the notebook; the workspace tools never show it.

@@ -49,6 +49,10 @@ class ToolOutput:
     #: Whether the reply should end after this (the next request is the last): a kernel run that hit
     #: its time limit.
     settles: bool = False
+    #: Whether the call may have changed what other tools return (set from the tool by the workspace).
+    changes_workspace: bool = False
+    #: Whether the call made or proposed an edit of a file (set from the tool by the workspace).
+    edits: bool = False
 
 
 def cut_line(line: str, limit: int) -> str:

@@ -1,4 +1,12 @@
-"""The tools as the model is told about them, and the checking of the arguments it sends.
+"""The tools, each one object (`Tool`), and the checking of the arguments the model sends.
+
+A tool is its definition (name, description, parameters, example call: what the model is told), its
+implementation (``run``: the workspace and the checked arguments in, a `ToolOutput` out) and its flags:
+whether it may change the workspace, which session setting asks the user first or turns it off
+(``approval``), what it needs to be offered (``needs``) and whether a small window goes without it
+(``roomy``). `TOOLS` holds them in the order they are offered; `Workspace` dispatches by looking a call up
+there, and the loop learns what a call did from its output, never from its name. Adding a tool is adding
+one `Tool` to `TOOLS`.
 
 Definitions are OpenAI-style JSON schemas with properties in the order a call is written; descriptions
 are short because the whole list travels in every native request of a small window. Arguments are
@@ -16,16 +24,22 @@ one call to copy, before the tool runs — under ``edits=apply`` too, where it w
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from twinny_magics.errors import WorkspaceError
-from twinny_magics.tools.base import ToolLimits, call_text, cut_line
+from twinny_magics.tools import files, notebook, variables
+from twinny_magics.tools.base import ToolLimits, ToolOutput, call_text, cut_line
 from twinny_magics.tools.files import HINT_SECONDS, PATTERN_CHARS, files_matching
 from twinny_magics.tools.paths import Confinement, Target, shown
+
+if TYPE_CHECKING:
+    from twinny_magics.tools.workspace import Workspace
 
 # What a parameter's value is, for the checks of `refusal`: a path that must exist (file, folder or
 # either), a new file's path, a glob, a regex, text to write or find, a command, a line number.
@@ -77,22 +91,125 @@ class ToolSpec:
         return f"{self.name} {{{names}}}" + f", e.g. {json.dumps(self.example)}"
 
 
+#: The session setting that asks the user before a tool goes ahead (or turns it off): ``edits``
+#: (review/apply), ``commands`` (ask/allow/off), ``kernel`` (ask/allow/off), ``cells`` (review/insert).
+Approval = Literal["edits", "commands", "kernel", "cells"]
+#: What a tool needs to be offered: the kernel's namespace, the notebook kernel, the ranked search.
+Needs = Literal["namespace", "kernel", "search"]
+#: A tool's implementation: the workspace and the checked arguments in, the output out.
+Run = Callable[["Workspace", dict[str, Any]], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool(ToolSpec):
+    """One tool: its definition (the `ToolSpec` fields), its implementation and its flags."""
+
+    run: Run
+    #: Whether its success may change what other tools return (earlier calls may then run again).
+    changes_workspace: bool = False
+    #: The setting that asks the user first, and turns it off where it can be ``off``.
+    approval: Approval | None = None
+    #: Appended to the description while that setting asks (``review``/``ask``).
+    asking_note: str = ""
+    #: The answer to a call while that setting is ``off`` (the tool is not offered then).
+    off_text: str = ""
+    #: Offered only with this.
+    needs: Needs | None = None
+    #: Left out in a small window (see ``workspace.ROOMY_WINDOW``).
+    roomy: bool = False
+
+    @property
+    def edits(self) -> bool:
+        """Whether it makes or proposes an edit of a file (held for review under ``edits=review``)."""
+        return self.approval == "edits"
+
+
+async def _list_dir(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(files.list_dir(ws.conf, ws.limits, args.get("path")))
+
+
+async def _find_files(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(await _stoppable(files.find_files, ws.conf, ws.limits, args["pattern"]))
+
+
+async def _read_file(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    path, start, end = args["path"], args.get("start_line"), args.get("end_line")
+    return ToolOutput(files.read_file(ws.conf, ws.limits, path, start, end))
+
+
+async def _search(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(await asyncio.to_thread(ws.search_text, args["words"]))
+
+
+async def _grep(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(await _stoppable(files.grep, ws.conf, ws.limits, args["pattern"], args.get("path")))
+
+
+async def _stoppable(search: Callable[..., str], *args: Any) -> str:
+    """A search on a worker thread: grep and find_files (which looks inside files when no name matches)
+    release the GIL and are bounded in time, and a cancelled reply (the stop button) is not kept
+    waiting; the event set on the way out ends the thread's search."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(search, *args, stop=stop)
+    finally:
+        stop.set()
+
+
+async def _edit_file(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return ws.edit_file(args["path"], args["find"], args["replace"])
+
+
+async def _create_file(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return ws.create_file(args["path"], args["content"])
+
+
+async def _run_command(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return await ws.run_command(args["command"])
+
+
+async def _kernel_variables(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    # On a worker thread: each variable's repr is bounded in time, the listing's wait is not free.
+    return ToolOutput(await asyncio.to_thread(notebook.kernel_variables, ws.namespace, ws.limits.variables))
+
+
+async def _inspect_variable(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    # On a worker thread: an object's own repr or _repr_llm_ may take up to its time bound.
+    return ToolOutput(await asyncio.to_thread(variables.inspect_variable, ws.namespace, args["name"]))
+
+
+async def _cell_history(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return ws.cell_history()
+
+
+async def _run_python(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return await ws.run_python(args["code"])
+
+
+async def _propose_cell(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+    return await ws.propose_cell(args["code"], str(args.get("why") or ""))
+
+
 _PATH_ALIASES = ("file_path", "filepath", "file", "filename", "dir", "directory", "folder")
+
+COMMANDS_OFF = "run_command is off in this session (commands=off). Ask the user to run the command."
+KERNEL_OFF = "run_python is off in this session (kernel=off). Propose the code as a cell with propose_cell."
 
 # Each parameter's description is a label and the example of ToolSpec.example ("e.g. ..."): a model that
 # copies the example copies a value of the right shape, and a copy of the label is refused. The integers
 # have no example: any number written there is read back as the value.
-TOOLS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (
-        ToolSpec(
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
             "list_dir",
             "List a folder's files and subfolders, e.g. src; subfolders end with /. Without path: the "
             "top folder.",
             (Param("path", "string", "Folder to list, e.g. src", False, _PATH_ALIASES, "folder"),),
             {"path": "src"},
+            run=_list_dir,
         ),
-        ToolSpec(
+        Tool(
             "find_files",
             "Find files by name, e.g. **/*.py or config. Names only: to search inside files use grep.",
             (
@@ -105,8 +222,9 @@ TOOLS: dict[str, ToolSpec] = {
                 ),
             ),
             {"pattern": "**/*.py"},
+            run=_find_files,
         ),
-        ToolSpec(
+        Tool(
             "read_file",
             "Read a text file with line numbers, e.g. src/app.py (a .ipynb notebook as its cells). A long "
             "file comes in parts: start_line and end_line pick the lines.",
@@ -122,8 +240,9 @@ TOOLS: dict[str, ToolSpec] = {
                 Param("end_line", "integer", "Line to stop at; leave out to read on", False, kind="line"),
             ),
             {"path": "src/app.py", "start_line": 1},
+            run=_read_file,
         ),
-        ToolSpec(
+        Tool(
             "search",
             "Search the workspace by words, e.g. merge dicts; answers the best-matching lines of files, "
             "ranked. For exact text or a regex use grep.",
@@ -136,8 +255,10 @@ TOOLS: dict[str, ToolSpec] = {
                 ),
             ),
             {"words": "merge dicts"},
+            run=_search,
+            needs="search",
         ),
-        ToolSpec(
+        Tool(
             "grep",
             "Search inside files for a Python regex, e.g. def main; answers file:line: text. Without "
             "path: every file.",
@@ -154,8 +275,9 @@ TOOLS: dict[str, ToolSpec] = {
                 ),
             ),
             {"pattern": "def main", "path": "src"},
+            run=_grep,
         ),
-        ToolSpec(
+        Tool(
             "edit_file",
             "Replace text in a file: find must occur exactly once (copy it from read_file, without the line "
             "numbers); it is replaced by replace.",
@@ -177,8 +299,12 @@ TOOLS: dict[str, ToolSpec] = {
                 ),
             ),
             {"path": "src/app.py", "find": "DEBUG = False", "replace": "DEBUG = True"},
+            run=_edit_file,
+            changes_workspace=True,
+            approval="edits",
+            asking_note=" The user reviews each edit before it is written.",
         ),
-        ToolSpec(
+        Tool(
             "create_file",
             "Create a new file, e.g. notes/todo.md, with this content; to change an existing file use "
             "edit_file.",
@@ -198,8 +324,12 @@ TOOLS: dict[str, ToolSpec] = {
                 ),
             ),
             {"path": "notes/todo.md", "content": "# To do\n"},
+            run=_create_file,
+            changes_workspace=True,
+            approval="edits",
+            asking_note=" The user reviews it before it is written.",
         ),
-        ToolSpec(
+        Tool(
             "run_command",
             "Run a shell command in the workspace folder, e.g. python -m pytest -q; answers its exit code "
             "and the end of its output.",
@@ -213,28 +343,40 @@ TOOLS: dict[str, ToolSpec] = {
                 ),
             ),
             {"command": "python -m pytest -q"},
+            run=_run_command,
+            changes_workspace=True,
+            approval="commands",
+            asking_note=" The user approves each command first.",
+            off_text=COMMANDS_OFF,
         ),
-        ToolSpec(
+        Tool(
             "kernel_variables",
             "Show the notebook kernel's variables (name, type, shape or length, short value). Read-only.",
             (),
             {},
+            run=_kernel_variables,
+            needs="namespace",
         ),
-        ToolSpec(
+        Tool(
             "inspect_variable",
             "Look closely at one kernel variable by name, e.g. df: a table's columns and first rows, an "
             "array's statistics, a list's first items, a function's signature. Read-only.",
             (Param("name", "string", "Variable's name, e.g. df", aliases=("variable", "var")),),
             {"name": "df"},
+            run=_inspect_variable,
+            needs="namespace",
         ),
-        ToolSpec(
+        Tool(
             "cell_history",
             "Show the cells run in the notebook's kernel, newest last: each cell's code, value, printed "
             "output and error. Read-only.",
             (),
             {},
+            run=_cell_history,
+            needs="kernel",
+            roomy=True,
         ),
-        ToolSpec(
+        Tool(
             "run_python",
             "Run Python in the notebook's kernel like a new cell (names it defines stay); answers the "
             "last line's value, what it printed and any error.",
@@ -247,8 +389,14 @@ TOOLS: dict[str, ToolSpec] = {
                 ),
             ),
             {"code": "df.describe()"},
+            run=_run_python,
+            approval="kernel",
+            asking_note=" The user approves each run first.",
+            off_text=KERNEL_OFF,
+            needs="kernel",
+            roomy=True,
         ),
-        ToolSpec(
+        Tool(
             "propose_cell",
             "Propose a new code cell for the user's notebook; it is not run. The user inserts it below the "
             "question or discards it.",
@@ -262,9 +410,20 @@ TOOLS: dict[str, ToolSpec] = {
                 Param("why", "string", "What it does, in a line, e.g. drop empty rows", False, ("reason",)),
             ),
             {"code": "df = df.dropna()", "why": "drop empty rows"},
+            run=_propose_cell,
+            approval="cells",
+            needs="kernel",
+            roomy=True,
         ),
     )
 }
+
+
+def declared_effects(name: str) -> tuple[bool, bool]:
+    """Whether a call of the tool ``name`` may change the workspace, and whether it edits a file (for a
+    toolset whose outputs do not say: the built-in tool of that name's flags; no such tool, neither)."""
+    tool = TOOLS.get(name)
+    return (tool.changes_workspace, tool.edits) if tool is not None else (False, False)
 
 
 def bind(spec: ToolSpec, arguments: object) -> dict[str, Any]:

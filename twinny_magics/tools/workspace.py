@@ -1,5 +1,9 @@
 """The toolset the agent loop uses: ``definitions()`` to offer the tools, ``await run(call)`` to call one.
 
+The tools themselves are the `registry.Tool` objects of `registry.TOOLS`: this offers and gates them by
+their flags and the session's settings, checks a call's arguments, and runs the one it names. What
+several tools share lives here: the confinement, the review of edits, asking the user, the kernel.
+
 `run` never raises for anything the model did — an unknown tool, a bad argument, a refused path, a
 missing file — it returns a `ToolOutput` with ``is_error=True`` and a message in workspace-relative
 terms that says what to do instead. Only cancellation travels on (after a running command's process
@@ -14,7 +18,6 @@ import difflib
 import inspect
 import logging
 import os
-import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,11 +26,11 @@ from twinny_magics import cells, retrieval
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
-from twinny_magics.tools import commands, files, notebook, variables
+from twinny_magics.tools import commands
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
-from twinny_magics.tools.registry import TOOLS, bind, refusal
+from twinny_magics.tools.registry import COMMANDS_OFF, TOOLS, Approval, Tool, bind, refusal
 
 #: Chunks a search call answers, and the characters they may fill (the loop cuts to its budget too).
 SEARCH_CHUNKS = 4
@@ -37,7 +40,7 @@ EVIDENCE_CHUNKS = 4
 #: How long the head start may spend indexing before a reply's first request.
 HEAD_START_SECONDS = 5.0
 #: The kernel tools a window under `ROOMY_WINDOW` tokens goes without (about 330 tokens of every request).
-ROOMY_TOOLS = ("cell_history", "run_python", "propose_cell")
+ROOMY_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.roomy)
 ROOMY_WINDOW = 4096
 
 if TYPE_CHECKING:
@@ -54,7 +57,7 @@ HEADLESS = (
     "Ask the user to run it, or set commands=allow."
 )
 DECLINED = "The user declined to run this command. Do not run it again; ask the user or find another way."
-OFF = "run_command is off in this session (commands=off). Ask the user to run the command."
+OFF = COMMANDS_OFF
 KERNEL_HEADLESS = (
     "run_python was not run: code in the kernel needs approval and nobody can approve it here. Propose it "
     "as a cell with propose_cell, or ask the user to run it."
@@ -62,7 +65,6 @@ KERNEL_HEADLESS = (
 KERNEL_DECLINED = (
     "The user declined to run this code. Do not run it again; propose it as a cell or ask the user."
 )
-KERNEL_OFF = "run_python is off in this session (kernel=off). Propose the code as a cell with propose_cell."
 NO_KERNEL = "There is no notebook kernel here: {name} works when the agent runs in a Jupyter kernel."
 CELL_SHOWN = (
     "Not inserted: nothing here can insert a cell into the notebook (no live notebook is watching). The "
@@ -167,35 +169,39 @@ class Workspace:
         return [d["function"]["name"] for d in self.definitions()]
 
     def definitions(self) -> list[dict[str, Any]]:
-        """OpenAI-style definitions of the tools on offer (run_command only when commands are not off)."""
-        extra: dict[str, str] = {}
-        if self.edits == "review":
-            extra["edit_file"] = " The user reviews each edit before it is written."
-            extra["create_file"] = " The user reviews it before it is written."
-        if self.commands == "ask":
-            extra["run_command"] = " The user approves each command first."
-        if self.kernel_mode == "ask":
-            extra["run_python"] = " The user approves each run first."
+        """OpenAI-style definitions of the tools on offer (as their flags and the settings say), in order."""
         out = []
-        for name, spec in TOOLS.items():
-            if (
-                (name == "run_command" and self.commands == "off")
-                or (
-                    # Outside a kernel the tool could only say so; leaving it out saves a small window room.
-                    name in ("kernel_variables", "inspect_variable") and self.namespace is None
-                )
-                or (name == "search" and not self.search)
-                or (name in ROOMY_TOOLS and (self.kernel is None or self._cramped()))
-                or (name == "run_python" and self.kernel_mode == "off")
-            ):
+        for name, tool in TOOLS.items():
+            if not self._offers(tool):
                 continue
-            definition = spec.definition(extra.get(name, ""))
+            asks = tool.approval is not None and self._setting(tool.approval) in ("review", "ask")
+            definition = tool.definition(tool.asking_note if asks else "")
             if name in self.descriptions:
                 # Exactly the given text, not formatted and with no note appended: what is tuned is what
                 # the model reads.
                 definition["function"]["description"] = self.descriptions[name]
             out.append(definition)
         return out
+
+    def _setting(self, approval: Approval) -> str:
+        """The session's setting for what a tool asks approval for (``review``, ``ask``, ``off``…)."""
+        return {
+            "edits": self.edits,
+            "commands": self.commands,
+            "kernel": self.kernel_mode,
+            "cells": self.cells,
+        }[approval]
+
+    def _offers(self, tool: Tool) -> bool:
+        """Whether ``tool`` is on offer: not turned off, what it needs at hand, room for it in the window."""
+        if tool.approval is not None and self._setting(tool.approval) == "off":
+            return False
+        # Outside a kernel a kernel tool could only say so; leaving it out saves a small window room.
+        at_hand = {"namespace": self.namespace is not None, "kernel": self.kernel is not None}
+        at_hand["search"] = self.search
+        if tool.needs is not None and not at_hand[tool.needs]:
+            return False
+        return not (tool.roomy and self._cramped())
 
     def fit_window(self, window: int) -> list[str]:
         """Offer the tools for a window of ``window`` tokens; the names left out because it is small."""
@@ -212,25 +218,23 @@ class Workspace:
         Every output, errors included, has secret-shaped text masked (`redact.mask_secrets`) here, the
         one place all of them pass on their way to the model server.
         """
-        out = await self._run(call)
-        masked = mask_secrets(out.text)
-        return out if masked == out.text else dataclasses.replace(out, text=masked)
+        tool = TOOLS.get(call.name)
+        out = await self._run(call, tool)
+        changes, edits = (tool.changes_workspace, tool.edits) if tool is not None else (False, False)
+        return dataclasses.replace(out, text=mask_secrets(out.text), changes_workspace=changes, edits=edits)
 
-    async def _run(self, call: ToolCall) -> ToolOutput:
+    async def _run(self, call: ToolCall, tool: Tool | None) -> ToolOutput:
         name = call.name
-        spec = TOOLS.get(name)
-        if spec is None:
+        if tool is None:
             return ToolOutput(self._unknown(str(name)), is_error=True)
-        if name == "run_command" and self.commands == "off":
-            return ToolOutput(OFF, is_error=True)
-        if name == "run_python" and self.kernel_mode == "off":
-            return ToolOutput(KERNEL_OFF, is_error=True)
-        if name in ROOMY_TOOLS and self._cramped():
+        if tool.approval is not None and self._setting(tool.approval) == "off":
+            return ToolOutput(tool.off_text, is_error=True)
+        if tool.roomy and self._cramped():
             return ToolOutput(self._unknown(name), is_error=True)
         try:
-            args = bind(spec, call.arguments)
+            args = bind(tool, call.arguments)
             self._conf.refresh()
-            return await self._dispatch(name, args)
+            return await self._dispatch(tool, args)
         except WorkspaceError as exc:
             return ToolOutput(self._scrub(str(exc)), is_error=True)
         except OSError as exc:
@@ -250,7 +254,7 @@ class Workspace:
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
         return text + (f" Did you mean {close[0]}?" if close else "")
 
-    async def _dispatch(self, name: str, args: dict[str, Any]) -> ToolOutput:
+    async def _dispatch(self, tool: Tool, args: dict[str, Any]) -> ToolOutput:
         conf, limits = self._conf, self.limits
         # A copied description, a placeholder path or a sentence for a file name is refused before the
         # tool runs (under edits=apply it would land on disk), against the descriptions the model read.
@@ -263,54 +267,31 @@ class Workspace:
             )
         ]
         # On a worker thread: naming the nearest real files walks the workspace (bounded, like grep).
-        refused = await asyncio.to_thread(refusal, TOOLS[name], args, described, conf, limits)
+        refused = await asyncio.to_thread(refusal, tool, args, described, conf, limits)
         if refused is not None:
             raise WorkspaceError(refused)
-        if name == "list_dir":
-            return ToolOutput(files.list_dir(conf, limits, args.get("path")))
-        if name == "read_file":
-            text = files.read_file(conf, limits, args["path"], args.get("start_line"), args.get("end_line"))
-            return ToolOutput(text)
-        if name == "search":
-            return ToolOutput(await asyncio.to_thread(self._search, args["words"]))
-        if name in ("grep", "find_files"):
-            # On a worker thread: the searches (find_files looks inside files when no name matches)
-            # release the GIL and are bounded in time (files.grep), and a cancelled reply (the stop
-            # button) is not kept waiting; `stop` ends the thread's search.
-            stop = threading.Event()
-            try:
-                if name == "grep":
-                    text = await asyncio.to_thread(
-                        files.grep, conf, limits, args["pattern"], args.get("path"), stop=stop
-                    )
-                else:
-                    text = await asyncio.to_thread(files.find_files, conf, limits, args["pattern"], stop=stop)
-            finally:
-                stop.set()
-            return ToolOutput(text)
-        if name == "edit_file":
-            find = args["find"]
-            try:
-                change = edit_change(conf, limits, args["path"], find, args["replace"])
-            except WorkspaceError as exc:
-                if MASK in find and str(exc).startswith("find "):  # not found, or not exactly
-                    raise WorkspaceError(MASKED_FIND.format(path=shown(args["path"]))) from None
-                raise
-            return self._settle(_no_mask_written(change))
-        if name == "create_file":
-            return self._settle(_no_mask_written(create_change(conf, args["path"], args["content"])))
-        if name == "run_command":
-            return await self._command(args["command"])
-        if name in ("cell_history", "run_python", "propose_cell"):
-            return await self._kernel_tool(name, args)
-        if name == "inspect_variable":
-            # On a worker thread: an object's own repr or _repr_llm_ may take up to its time bound.
-            text = await asyncio.to_thread(variables.inspect_variable, self.namespace, args["name"])
-            return ToolOutput(text)
-        # On a worker thread too: each variable's repr is bounded in time, the listing's wait is not free.
-        return ToolOutput(
-            await asyncio.to_thread(notebook.kernel_variables, self.namespace, limits.variables)
-        )
+        return await tool.run(self, args)
+
+    @property
+    def conf(self) -> Confinement:
+        """The confinement to the workspace root every tool reads and writes through."""
+        return self._conf
+
+    # -- the edits -----------------------------------------------------------------------------------
+
+    def edit_file(self, path: str, find: str, replace: str) -> ToolOutput:
+        """edit_file: replace ``find`` (exactly once) by ``replace``, held for review or written."""
+        try:
+            change = edit_change(self._conf, self.limits, path, find, replace)
+        except WorkspaceError as exc:
+            if MASK in find and str(exc).startswith("find "):  # not found, or not exactly
+                raise WorkspaceError(MASKED_FIND.format(path=shown(path))) from None
+            raise
+        return self._settle(_no_mask_written(change))
+
+    def create_file(self, path: str, content: str) -> ToolOutput:
+        """create_file: a new file with ``content``, held for review or written."""
+        return self._settle(_no_mask_written(create_change(self._conf, path, content)))
 
     # -- the ranked search and the head start ------------------------------------------------------
 
@@ -324,7 +305,8 @@ class Workspace:
             self._index = SearchIndex(self._conf, self.limits)
         return self._index
 
-    def _search(self, words: str) -> str:
+    def search_text(self, words: str) -> str:
+        """search: the chunks of files that best match ``words``, ranked. Blocking (the index updates)."""
         if not words.strip():
             raise WorkspaceError('search needs words, e.g. {"words": "merge dicts"}.')
         chunks = self.index.search(words, SEARCH_CHUNKS)
@@ -383,8 +365,8 @@ class Workspace:
             )
         return ToolOutput(f"{text}\n{short_diff(edit.diff)}", pending=edit)
 
-    async def _command(self, command: str) -> ToolOutput:
-        """Ask (when asked to ask), then run the command."""
+    async def run_command(self, command: str) -> ToolOutput:
+        """run_command: ask (when asked to ask), then run the command."""
         if not command.strip():
             raise WorkspaceError("run_command needs a command, e.g. python -m pytest -q.")
         if "\x00" in command:
@@ -436,19 +418,19 @@ class Workspace:
 
     # -- the notebook kernel ---------------------------------------------------------------------------
 
-    async def _kernel_tool(self, name: str, args: dict[str, Any]) -> ToolOutput:
-        kernel = self.kernel
-        if kernel is None:
+    def _kernel_for(self, name: str) -> Kernel:
+        if self.kernel is None:
             raise WorkspaceError(NO_KERNEL.format(name=name))
-        if name == "cell_history":
-            return ToolOutput(kernel.history_text())
-        code = args["code"]
-        if not code.strip():
-            raise WorkspaceError(f'{name} needs code, e.g. {{"code": "df.describe()"}}.')
-        if "\x00" in code:
-            raise WorkspaceError("The code contains a NUL character.")
-        if name == "propose_cell":
-            return await self._propose(kernel, code, str(args.get("why") or ""))
+        return self.kernel
+
+    def cell_history(self) -> ToolOutput:
+        """cell_history: the cells run in the kernel, newest last."""
+        return ToolOutput(self._kernel_for("cell_history").history_text())
+
+    async def run_python(self, code: str) -> ToolOutput:
+        """run_python: ask (when asked to ask), then run ``code`` in the kernel like a new cell."""
+        kernel = self._kernel_for("run_python")
+        _check_code("run_python", code)
         if self.kernel_mode == "ask":
             refused = await self._approval(code, "run_python", KERNEL_HEADLESS, KERNEL_DECLINED)
             if refused is not None:
@@ -461,6 +443,12 @@ class Workspace:
                 "\nThe time limit ended this reply: answer with what you know, or propose the code as a cell."
             )
         return ToolOutput(f"{head}\n{text}", is_error=outcome.failed, settles=outcome.timed_out)
+
+    async def propose_cell(self, code: str, why: str) -> ToolOutput:
+        """propose_cell: a cell for the notebook, inserted (as the cells setting says) but never run."""
+        kernel = self._kernel_for("propose_cell")
+        _check_code("propose_cell", code)
+        return await self._propose(kernel, code, why)
 
     async def _propose(self, kernel: Kernel, code: str, why: str) -> ToolOutput:
         from twinny_magics.tools.kernel import Proposal  # noqa: PLC0415
@@ -486,6 +474,13 @@ class Workspace:
             if len(root) > 1:  # a workspace at "/" would otherwise lose every slash
                 text = text.replace(root, ".")
         return text
+
+
+def _check_code(name: str, code: str) -> None:
+    if not code.strip():
+        raise WorkspaceError(f'{name} needs code, e.g. {{"code": "df.describe()"}}.')
+    if "\x00" in code:
+        raise WorkspaceError("The code contains a NUL character.")
 
 
 def _takes_tool(approve: Callable[..., Any]) -> bool:

@@ -1,0 +1,313 @@
+"""The seams, typed: what the loop needs of a model server and of a toolset, and what crosses them.
+
+Light on purpose: the standard library and the pure core (``conversation``) only, never httpx, IPython
+or a server's adapter, so the loop, the session and the display can depend on it without loading them.
+
+- The model server (``ModelServer``): its kind and model, its window, a streamed reply. What only some
+  servers can do is a capability of its own (``Tokenizes``, ``CountsPrompts``, ``ContinuesPrefill``,
+  ``Addressed``, ``WarnsOfKey``, ``TakesTools``, ``MaybeEmbedded``), checked with ``isinstance``: a
+  server without it is taken as one that cannot (the HTTP adapters in ``servers``, the scripted servers
+  and a test's fakes all fit, with as many capabilities as they have).
+- The request and the events a reply streams as (``ChatRequest``, ``ChatEvent``): pure data, the
+  adapters do the I/O. A reply streams as ``TextDelta* , ToolCallDelta* , [ToolCalls] , [Usage] ,
+  Finish``; ``Finish`` is always last and only sent when the server finished the reply (a stream that
+  stops before raises ``StreamCut``, so "no Finish" never has to be checked).
+- The toolset (``Toolset``): the definitions offered and a way to run a call; optionally a head start
+  (``GivesHeadStart``) and tools fitted to the window (``FitsWindow``).
+- A tool's outcome (``ToolOutcome``): its text, whether it failed, a change waiting for review
+  (``PendingChange``; a saved one is a ``ProposedChange``); optionally what it did (``ToolEffects``:
+  it settles the reply, it changed the workspace, it made or proposed an edit).
+- The event sink (``EventSink``): where the loop sends what happens, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+from .conversation import ToolCall
+
+if TYPE_CHECKING:
+    from .events import Event
+
+# --- what travels to a model server and back --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One request: messages already rendered by ``conversation.render``, and what goes with them.
+
+    ``tools`` are OpenAI-style definitions (None offers none). ``extra`` is merged into the request body
+    as is (e.g. llama.cpp's ``grammar``, ``seed``). ``num_ctx`` asks Ollama for a window (it then goes
+    through Ollama's own ``/api/chat``, the only route that honours it).
+    """
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    num_ctx: int | None = None
+
+    @property
+    def has_tool_history(self) -> bool:
+        """Whether any message carries native tool calls or results (some servers refuse those)."""
+        return any(m.get("role") == "tool" or m.get("tool_calls") for m in self.messages)
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the reply's text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A piece of a native tool call as it streams: ``name`` on the first piece, then argument text."""
+
+    index: int
+    arguments: str = ""
+    name: str | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """Every native tool call of the reply, sent once when they are complete.
+
+    ``errors[i]`` is None when ``calls[i].arguments`` was read, else why not; an unreadable call keeps
+    ``arguments={}`` and its text in ``arguments_text[i]``, so the loop can show the model what it wrote.
+    """
+
+    calls: list[ToolCall]
+    arguments_text: list[str]
+    errors: list[str | None]
+
+    @property
+    def readable(self) -> list[ToolCall]:
+        """The calls whose arguments could be read."""
+        return [c for c, e in zip(self.calls, self.errors, strict=True) if e is None]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The server's own token counts for the request (``cached_tokens``: prompt prefix it reused)."""
+
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The reply is complete; ``reason`` is the server's (``stop``, ``length``, ``tool_calls``…)."""
+
+    reason: str | None
+
+
+ChatEvent = TextDelta | ToolCallDelta | ToolCalls | Usage | Finish
+
+
+@runtime_checkable
+class Closes(Protocol):
+    """A reply's stream that can be closed before its end (an async generator can): the connection goes
+    with it, not when the stream is collected."""
+
+    async def aclose(self) -> None: ...
+
+
+# --- the model server -------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ModelServer(Protocol):
+    """What the loop needs of every model server: its kind and model, its window, and a streamed reply."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def model(self) -> str | None: ...
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
+        """The reply to ``request`` as events; raises a ``ServerError`` subclass when it cannot."""
+        ...
+
+    async def context_window(self) -> int:
+        """The window to plan with, in tokens."""
+        ...
+
+
+@runtime_checkable
+class Tokenizes(Protocol):
+    """A server that may count a text's tokens exactly (llama.cpp's ``/tokenize``)."""
+
+    async def tokenize(self, text: str) -> int | None:
+        """The exact token count of ``text`` where the server can say, else None."""
+        ...
+
+
+@runtime_checkable
+class CountsPrompts(Protocol):
+    """A server that may count a whole request's prompt tokens, its template included."""
+
+    async def count_prompt_tokens(self, request: ChatRequest) -> int | None:
+        """The exact prompt tokens ``request`` will take where the server can say, else None."""
+        ...
+
+
+@runtime_checkable
+class ContinuesPrefill(Protocol):
+    """A server that may continue a request's trailing assistant message rather than answer it."""
+
+    @property
+    def continues_prefill(self) -> bool: ...
+
+
+class ServerAddress(Protocol):
+    """Where a server is and the key it is asked with (``servers.kinds.ServerInfo`` is one)."""
+
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def api_key(self) -> str | None: ...
+
+
+@runtime_checkable
+class Addressed(Protocol):
+    """A server with an address: what ``auto``'s decisions are remembered by, and the key to mask."""
+
+    @property
+    def info(self) -> ServerAddress | None: ...
+
+
+@runtime_checkable
+class WarnsOfKey(Protocol):
+    """A server that can say its API key goes over plain http to another machine."""
+
+    @property
+    def key_warning(self) -> str | None: ...
+
+
+@runtime_checkable
+class TakesTools(Protocol):
+    """A server that says whether tools may be offered natively (one without this may be offered them)."""
+
+    @property
+    def takes_tools(self) -> bool: ...
+
+
+@runtime_checkable
+class Named(Protocol):
+    """A model server running under a name (the embedded server's model alias)."""
+
+    @property
+    def alias(self) -> str: ...
+
+
+@runtime_checkable
+class MaybeEmbedded(Protocol):
+    """A server that may be the embedded llama.cpp one; ``embedded`` is that server (None: not it).
+
+    The embedded server is a ``Named`` one; one that gives no name is taken to run SmolLM2 (its default).
+    """
+
+    @property
+    def embedded(self) -> object | None: ...
+
+
+# --- the tools --------------------------------------------------------------------------------------
+
+
+class ProposedChange(Protocol):
+    """A change to the workspace as it is shown: a live one, or one a saved session kept
+    (``sessions.replies.SavedEdit``)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def diff(self) -> str: ...
+    @property
+    def creates(self) -> bool: ...
+    @property
+    def status(self) -> str:
+        """``pending``, ``applied``, ``discarded`` or ``conflict`` (``expired``, saved)."""
+        ...
+
+
+class PendingChange(ProposedChange, Protocol):
+    """A change waiting for the user's review, live: it can be applied or dropped (``tools.edits.PendingEdit``
+    is one)."""
+
+    def apply(self) -> str:
+        """Write it; what happened (a conflict raises ``WorkspaceError``)."""
+        ...
+
+    def discard(self) -> None:
+        """Drop it."""
+        ...
+
+
+class ToolOutcome(Protocol):
+    """What running a tool gives back."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def is_error(self) -> bool: ...
+    @property
+    def pending(self) -> PendingChange | None: ...
+
+
+@runtime_checkable
+class ToolEffects(Protocol):
+    """An outcome that says what its call did beyond its text (``tools.base.ToolOutput`` does)."""
+
+    @property
+    def settles(self) -> bool:
+        """The reply should end after it: the next request is the last (a kernel run past its limit)."""
+        ...
+
+    @property
+    def changes_workspace(self) -> bool:
+        """It may have changed what other tools return (an edit written or proposed, a command run)."""
+        ...
+
+    @property
+    def edits(self) -> bool:
+        """It made or proposed an edit of a file."""
+        ...
+
+
+class Toolset(Protocol):
+    """The tools the loop offers: their definitions, and a way to run a call."""
+
+    def definitions(self) -> list[dict[str, Any]]: ...
+
+    def run(self, call: ToolCall) -> Awaitable[ToolOutcome]: ...
+
+
+@runtime_checkable
+class GivesHeadStart(Protocol):
+    """A toolset that can give the model a head start before its first step (the workspace does)."""
+
+    def head_start(self, question: str, chars: int, *, map: bool = True, evidence: bool = True) -> str:
+        """Within ``chars``: what the model should see first for ``question`` ('' for nothing). Blocking."""
+        ...
+
+
+@runtime_checkable
+class FitsWindow(Protocol):
+    """A toolset that offers fewer tools in a small window."""
+
+    def fit_window(self, window: int) -> list[str]:
+        """Offer the tools for ``window`` tokens; the names left out because it is small."""
+        ...
+
+
+# --- the events -------------------------------------------------------------------------------------
+
+#: Where the loop (and the session) send what happens during a reply, in order.
+EventSink: TypeAlias = "Callable[[Event], None]"
