@@ -411,6 +411,9 @@ class Sent:
     prompt_tokens: int | None = None  # usage.prompt_tokens (real in evaluate mode)
     cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens (real in evaluate mode)
     seconds: float = 0.0  # wall time of the request (the model's time, in evaluate mode)
+    #: The bench's own exact count of the request (``/apply-template`` and ``/tokenize``), made inside
+    #: ``stream`` and so inside the loop's time to first token: reported beside it.
+    counting_seconds: float = 0.0
 
 
 class BenchServer:
@@ -468,8 +471,10 @@ class BenchServer:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
         """Answer ``request`` with the next scripted reply, counted (and refused) by the real server."""
+        counting = time.perf_counter()
         ids = self.exact.prompt_ids(request.messages, request.tools)
         sent = Sent(len(ids), common_prefix(self._previous, ids), self._old_tokens(request, ids))
+        sent.counting_seconds = time.perf_counter() - counting
         self.sent.append(sent)
         started = time.perf_counter()
         try:
@@ -815,6 +820,14 @@ def run_variant(
                 "retried": record.retried,
                 "refused": final.refused,
                 "seconds": round(sum(a.seconds for a in attempts), 4),
+                # From sending the request to its first streamed chunk, as the loop measured it (the
+                # request bars' "first token"); None when nothing streamed.
+                "first_token_seconds": record.first_token_seconds,
+                # The tokens the server read afresh (its own cached_tokens in evaluate mode).
+                "fresh": None
+                if record.prompt_tokens is None
+                else record.prompt_tokens - (record.cached_tokens or 0),
+                "counting_seconds": round(sum(a.counting_seconds for a in attempts), 4),
             }
         )
     return run
@@ -847,11 +860,74 @@ def summarise_errors(errors: Sequence[float]) -> dict[str, float | int]:
     }
 
 
+#: The step ranges the time-to-first-token table is printed by (each a first and a last step; None: on).
+STEP_RANGES: tuple[tuple[int, int | None], ...] = ((1, 1), (2, 2), (3, 3), (4, 7), (8, 15), (16, None))
+
+
+def _median(values: Sequence[float], digits: int = 1) -> float | None:
+    return round(statistics.median(values), digits) if values else None
+
+
+def _first_token_group(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How many requests, their median fresh tokens and median time to first token (ms)."""
+    return {
+        "n": len(rows),
+        "fresh_median": _median([r["fresh"] for r in rows]),
+        "ms_median": _median([1000 * r["first_token_seconds"] for r in rows]),
+    }
+
+
+def summarise_first_tokens(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Time to the first streamed token against the tokens read afresh, over requests the server read.
+
+    Only requests with a first token and a count are timed (``untimed``: the others). ``ms_per_fresh``
+    and ``ms_fixed`` are the least-squares line ms = fixed + per_fresh × fresh (None without two
+    different fresh counts). ``trimmed``: requests whose results were trimmed as they were made (the
+    prompt changed above the cache, so the server reads the rest again); ``untrimmed``: the others from
+    step 2 on (step 1, the system prompt and tools, is its own group). ``counting_ms_median``: the
+    bench's own exact count, inside the measured time.
+    """
+    timed = [r for r in rows if r.get("first_token_seconds") is not None and r.get("fresh") is not None]
+    ms = [1000 * r["first_token_seconds"] for r in timed]
+    fresh = [float(r["fresh"]) for r in timed]
+    try:
+        slope, intercept = statistics.linear_regression(fresh, ms)
+        per_fresh: float | None = round(slope, 3)
+        fixed: float | None = round(intercept, 1)
+    except statistics.StatisticsError:  # fewer than two requests, or every one as fresh as the others
+        per_fresh = fixed = None
+    ranges = {}
+    for first, last in STEP_RANGES:
+        label = str(first) if first == last else f"{first}+" if last is None else f"{first}-{last}"
+        ranges[label] = _first_token_group(
+            [r for r in timed if r["step"] >= first and (last is None or r["step"] <= last)]
+        )
+    return {
+        "n": len(timed),
+        "untimed": len(rows) - len(timed),
+        "ms_median": _median(ms),
+        "ms_p95": round(quantile(ms, 0.95), 1) if ms else None,
+        "fresh_median": _median(fresh),
+        "ms_per_fresh": per_fresh,
+        "ms_fixed": fixed,
+        "counting_ms_median": _median([1000 * r.get("counting_seconds", 0.0) for r in timed]),
+        "first_step": _first_token_group([r for r in timed if r["step"] == 1]),
+        "trimmed": _first_token_group([r for r in timed if r["trimmed"]]),
+        "untrimmed": _first_token_group([r for r in timed if not r["trimmed"] and r["step"] > 1]),
+        "by_step_range": ranges,
+        "by_step": {
+            str(step): _first_token_group([r for r in timed if r["step"] == step])
+            for step in sorted({r["step"] for r in timed})
+        },
+    }
+
+
 def summarise_runs(runs: Sequence[Run], window: int, *, evaluated: bool) -> dict[str, Any]:
     """One variant at one window: refusals, estimate error, fill, trims, prompt-cache use, model time.
 
     ``evaluated``: the runs went to the real server, so the cache numbers are the server's own
-    ``cached_tokens``; otherwise they are the common-prefix model's.
+    ``cached_tokens``; otherwise they are the common-prefix model's. Evaluated runs also have their time
+    to first token (``first_token``, see :func:`summarise_first_tokens`).
     """
     rows = [r for run in runs for r in run.requests if r["prompt_tokens"] and not r["refused"]]
     steps = sum(len(run.requests) for run in runs)
@@ -889,6 +965,8 @@ def summarise_runs(runs: Sequence[Run], window: int, *, evaluated: bool) -> dict
         out["cache_model_mismatches"] = sum(1 for r in rows if r["cached_model"] != (r["cached_tokens"] or 0))
         out["model_seconds_per_request"] = round(seconds / len(rows), 3)
         out["model_tokens_per_second"] = round(sum(fresh) / max(1e-9, seconds), 1)
+    if evaluated:
+        out["first_token"] = summarise_first_tokens(rows)
     return out
 
 

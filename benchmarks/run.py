@@ -141,6 +141,51 @@ def context_tables(summaries: dict[str, dict[str, dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+def _num(value: float | None, spec: str = ".0f") -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def first_token_table(summaries: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """Our loop's time to first token on the real server, against the tokens read afresh."""
+    lines = [
+        "Time to first token (our loop on the real server): ms from sending a request to its first "
+        "streamed token, against the tokens the server evaluated afresh (prompt - cached)",
+        f"{'window':>6} {'req':>4} {'median':>7} {'p95':>7} {'fresh':>6} {'ms/fresh':>8} {'fixed':>6} "
+        f"{'count':>5} | {'step 1 fresh':>12} {'ms':>6} | {'trimmed':>7} {'fresh':>6} {'ms':>6} | "
+        f"{'untrimmed':>9} {'fresh':>6} {'ms':>6}",
+    ]
+    ranges: list[str] = []
+    by_step: list[str] = []
+    for window, by_variant in summaries.items():
+        t = by_variant[OURS.name].get("first_token")
+        if not t:
+            continue
+        first, cut, kept = t["first_step"], t["trimmed"], t["untrimmed"]
+        lines.append(
+            f"{window:>6} {t['n']:>4} {_num(t['ms_median']):>7} {_num(t['ms_p95']):>7} "
+            f"{_num(t['fresh_median']):>6} {_num(t['ms_per_fresh'], '.2f'):>8} {_num(t['ms_fixed']):>6} "
+            f"{_num(t['counting_ms_median']):>5} | {_num(first['fresh_median']):>12} "
+            f"{_num(first['ms_median']):>6} | {cut['n']:>7} {_num(cut['fresh_median']):>6} "
+            f"{_num(cut['ms_median']):>6} | {kept['n']:>9} {_num(kept['fresh_median']):>6} "
+            f"{_num(kept['ms_median']):>6}"
+        )
+        if not ranges:
+            ranges = list(t["by_step_range"])
+            head = " ".join(f"{label:>13}" for label in ranges)
+            by_step = [f"By step: median fresh tokens / median ms\n{'window':>6} {head}"]
+        cells = [t["by_step_range"][label] for label in ranges]
+        by_step.append(
+            f"{window:>6} "
+            + " ".join(
+                f"{_num(c['fresh_median']) + ' / ' + _num(c['ms_median']) if c['n'] else '—':>13}"
+                for c in cells
+            )
+        )
+    if ranges:
+        lines += ["", *by_step]
+    return "\n".join(lines)
+
+
 def overhead_table(overhead: dict[str, Any], streaming: dict[str, float]) -> str:
     """The loop's own CPU per step against the model's time per request."""
     lines = [
@@ -271,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         summaries = summarise(results)
         print(flush=True)
         print(context_tables(summaries), flush=True)
+        print(flush=True)
+        print(first_token_table(summaries), flush=True)
 
         overhead_runs = {2048: plan[2048][:1], 32768: plan.get(32768, [])[:1]}
         if not overhead_runs[32768]:
