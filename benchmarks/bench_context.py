@@ -625,7 +625,7 @@ def keep_everything(
 
 
 def to_share(share: float) -> FitFunction:
-    """Our fit, trimming down to ``share`` of the limit instead of 65% (bigger or smaller batches)."""
+    """Our fit, trimming down to ``share`` of the limit whatever the loop asks (bigger or smaller batches)."""
 
     def fitted(
         messages: Sequence[Message],
@@ -719,10 +719,12 @@ EXACT = Variant("exact prompt count (floor)", counter="exact")
 NAIVE = Variant("naive: keep everything", policy="keep")
 UNBOUNDED = Variant("keep everything, unbounded window", policy="keep", bounded=False)
 NEWEST = Variant("trim newest first", policy="newest")
+#: Our trimming before the deep target (every trim down to 65% of the limit, never deeper).
+SHALLOW = Variant("trim to 65% of limit (before)", policy="share:0.65")
 BIG_BATCH = Variant("trim to 40% of limit", policy="share:0.4")
 SMALL_BATCH = Variant("trim to 85% of limit", policy="share:0.85")
 ESTIMATES = (OURS, NO_TOKENIZE, FIXED, PREVIOUS, EXACT, NAIVE)
-POLICIES = (UNBOUNDED, NEWEST, BIG_BATCH, SMALL_BATCH)
+POLICIES = (UNBOUNDED, SHALLOW, NEWEST, BIG_BATCH, SMALL_BATCH)
 
 
 def _policy(name: str) -> FitFunction | None:

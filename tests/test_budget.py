@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +19,7 @@ from twinny_magics.budget import (
     fit,
     plan_context,
     request_chars,
+    trim_target,
     trimmed_stub,
 )
 from twinny_magics.conversation import (
@@ -48,6 +50,21 @@ from twinny_magics.conversation import (
 )
 def test_plan_shares_the_window_as_the_spec_says(window: int, expected: ContextPlan) -> None:
     assert plan_context(window) == expected
+
+
+@pytest.mark.parametrize(
+    ("window", "deep"), [(2048, 286), (4096, 573), (8192, 1146), (32768, 5488), (512, 102)]
+)
+def test_the_deep_target_is_20_percent_of_the_limit(window: int, deep: int) -> None:
+    assert plan_context(window).deep_target == deep
+
+
+def test_a_request_trims_deep_only_as_far_as_the_newest_step_stays_whole() -> None:
+    plan = plan_context(4096)  # limit 2,867, target 1,863, deep target 573
+    assert trim_target(plan, 500) == plan.deep_target  # room to spare: the deep target
+    assert trim_target(plan, 1500) == 1500  # every seen result trimmed, the newest whole
+    assert trim_target(plan, 2500) == plan.target  # the newest alone is big: the target, as ever
+    assert trim_target(replace(plan, deep_target=0), 500) == plan.target
 
 
 def test_plan_result_and_notes_sizes_follow_the_chars_per_token() -> None:

@@ -568,3 +568,28 @@ def test_each_request_records_the_time_to_its_first_token_and_the_usage_line_say
     usage = [e for e in events if type(e).__name__ == "UsageReported"]
     assert usage
     assert usage[-1].first_token_seconds == first
+
+
+def test_a_trim_goes_deep_in_one_batch_and_keeps_the_newest_result_whole() -> None:
+    # An 8,192 window and results of ~600 tokens: a trim takes every result the model has seen down to
+    # the deep target, so the next several steps add to an unchanged prompt (the server's cache of it).
+    calls = [Scripted("", (grep(f"p{n}"),)) for n in range(11)]
+    server = ScriptedServer([*calls, "All done."], window=8192, chars_per_token=3.3)
+    loop = Loop(server, Tools(size=2000))
+    reply, events = run(loop)
+    plan = loop.plan
+    assert plan is not None
+    assert plan.deep_target == (20 * plan.limit) // 100 < plan.target
+    trimming = [r for r in reply.requests if r.trimmed]
+    assert trimming
+    for record in trimming:
+        assert plan.deep_target <= record.target <= plan.target
+        assert record.estimated_tokens <= record.target
+    # Fewer trims than shallow trimming to the target would make, and never the newest step's results.
+    for event in (e for e in events if isinstance(e, ResultsTrimmed)):
+        assert all(t.step < event.step - 1 or t.pass_number < 3 for t in event.trims)
+    # One deep batch: every result the model has seen, not just down to the target; 9 steps, then 1 trim.
+    assert trimming[0].target < plan.target
+    assert trimming[0].trimmed == trimming[0].step - 2  # the results of steps 1 to step - 2
+    assert len(trimming) == 1
+    assert all(r.estimated_tokens <= r.limit for r in reply.requests)

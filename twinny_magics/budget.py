@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .conversation import Message, Mode, ToolResult, render
@@ -28,6 +28,8 @@ MIN_OBSERVED_CHARS = 200
 REPLY_SHARE = 0.2
 MAX_REPLY_TOKENS = 2048
 MIN_LIMIT = 512
+#: ``ContextPlan.deep_target`` in percent of the limit.
+DEEP_TARGET_PERCENT = 20
 TRIMMED_NOTE = "[The rest was trimmed to save context. Run the tool again if you need it.]"
 TRIMMED_FIRST_LINE = 160
 
@@ -44,6 +46,10 @@ class ContextPlan:
     notes_chars: int
     #: What the head start (the workspace map and the evidence) may fill in the first request.
     head_start_chars: int = 0
+    #: How deep a trim takes the results the model has already seen, when the newest step still fits whole
+    #: (0: no deeper than ``target``). Every trim makes the server read again everything below it, so one
+    #: deep batch, paid once for several steps, re-reads less than a shallow trim every other step.
+    deep_target: int = field(default=0, compare=False)
 
 
 #: The head start's share of the window (in characters at the current ratio). At 4,096 tokens that is
@@ -81,7 +87,22 @@ def plan_context(
     notes_chars = _clamp(_floor(w * chars_per_token * 0.08), 1200, 6000)
     head = _floor(w * chars_per_token * head_start_share)
     head_start_chars = _clamp(head, HEAD_START_MIN, HEAD_START_MAX) if head_start_share > 0 else 0
-    return ContextPlan(w, reply, limit, target, result_chars, notes_chars, head_start_chars)
+    deep_target = (DEEP_TARGET_PERCENT * limit) // 100
+    return ContextPlan(w, reply, limit, target, result_chars, notes_chars, head_start_chars, deep_target)
+
+
+def trim_target(plan: ContextPlan, newest_whole: int) -> int:
+    """Where one request's trimming goes: as deep as ``plan.deep_target``, never so deep that the newest
+    step's results go too, never shallower than ``plan.target``.
+
+    ``newest_whole`` is the request's estimate with every result the model has seen trimmed and the newest
+    step's results whole: the deepest trimming that keeps what the model has not read yet. Between the
+    deep target and the target, trimming takes every older result (one batch); above the target, it is
+    the three passes to ``target`` as always.
+    """
+    if not plan.deep_target or plan.deep_target >= plan.target:
+        return plan.target
+    return max(plan.deep_target, min(newest_whole, plan.target))
 
 
 @dataclass(frozen=True)

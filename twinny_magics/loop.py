@@ -31,6 +31,7 @@ from .budget import (
     fit,
     plan_context,
     request_chars,
+    trim_target,
     trimmed_stub,
 )
 from .contracts import (
@@ -646,18 +647,21 @@ class _Run:
         await loop.learn_exact_counts(outgoing, tools)
         if not loop.counter.anchored:
             await loop.count_first_request(outgoing, tools)
-        fitted = fit(outgoing, plan.limit, plan.target, count)
+        target = plan.target
+        if count(outgoing) > plan.limit:
+            target = trim_target(plan, count(_seen_stubbed(outgoing)))
+        fitted = fit(outgoing, plan.limit, target, count)
         if fitted.trims:
             # The stubs are new text: count them too, then make sure the exact total still fits.
             await loop.learn_exact_counts(fitted.messages, tools)
-            refit = fit(fitted.messages, plan.limit, plan.target, count)
+            refit = fit(fitted.messages, plan.limit, target, count)
             fitted = replace(refit, trims=fitted.trims + refit.trims, estimate_before=fitted.estimate_before)
         record = RequestRecord(
             step=step,
             mode=loop.mode,
             window=plan.window,
             limit=plan.limit,
-            target=plan.target,
+            target=target,
             estimated_tokens=fitted.estimate,
             chars=request_chars(fitted.messages, loop.mode, tools),
             trimmed=len(fitted.trims),
@@ -1126,6 +1130,12 @@ def about_the_question(problem: str, question: str) -> str:
 
 def _refuses_grammar(error: ServerError) -> bool:
     return error.status == 400 and "grammar" in f"{error} {error.body or ''}".lower()
+
+
+def _seen_stubbed(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with every result the model has seen trimmed: the newest step's results stay whole."""
+    newest = max((m.result.step for m in messages if m.result is not None), default=0)
+    return [_stubbed(m) if m.result is not None and m.result.step < newest else m for m in messages]
 
 
 def _stubbed(message: Message) -> Message:

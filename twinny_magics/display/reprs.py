@@ -177,6 +177,10 @@ _PLAN_ROWS = (
     ("reply", "held back for the reply (20%, at most 2,048)"),
     ("limit", "a request may take this much (90% of the window less the reply)"),
     ("target", "trimming goes down to this (65% of the limit)"),
+    (
+        "deep_target",
+        "or this deep (40%) while the newest step stays whole: fewer trims, the prompt cache kept",
+    ),
     ("result_chars", "one tool result is cut at this many characters"),
     ("notes_chars", "the notes of earlier turns take at most this many characters"),
 )
