@@ -26,7 +26,16 @@ def test_context_plan_is_a_frozen_dataclass_of_ints() -> None:
     plan = twinny_magics.plan_context(8192)
     assert dataclasses.is_dataclass(plan)
     fields = [f.name for f in dataclasses.fields(plan)]
-    assert fields == ["window", "reply", "limit", "target", "result_chars", "notes_chars", "head_start_chars"]
+    assert fields == [
+        "window",
+        "reply",
+        "limit",
+        "target",
+        "result_chars",
+        "notes_chars",
+        "head_start_chars",
+        "deep_target",
+    ]
     assert all(type(getattr(plan, f)) is int for f in fields)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.window = 1  # type: ignore[misc]
