@@ -37,7 +37,7 @@ from twinny_magics.events import Reply, RequestRecord
 from twinny_magics.servers.base import Usage as ServerUsage
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.sessions import FORMAT, VERSION, SavedEdit, SessionFileError
-from twinny_magics.sessions.files import FOLDER, MAX_SESSION_BYTES, write_atomic
+from twinny_magics.sessions.files import FOLDER, MAX_SESSION_BYTES, read, write_atomic
 from twinny_magics.tools import Workspace
 from twinny_magics.usage import Usage, cost, money, reply_usage, usage_parts
 
@@ -259,6 +259,19 @@ def test_a_session_from_a_newer_version_says_to_upgrade(saved: Path) -> None:
     message = refused(saved)
     assert "newer twinny_magics" in message
     assert "upgrade" in message
+
+
+def test_a_session_saved_before_the_plan_had_a_deep_target_loads(saved: Path) -> None:
+    # The context_budget notebook's session is such a file: its plan has no deep_target.
+    data = json.loads(saved.read_text())
+    assert data["plan"] is not None
+    del data["plan"]["deep_target"]
+    saved.write_text(json.dumps(data))
+    session = read(saved)
+    assert session.plan is not None
+    assert session.plan.deep_target == 0
+    assert session.plan.target == data["plan"]["target"]
+    assert Agent.load(saved, server=ScriptedServer([])).replies
 
 
 @pytest.mark.parametrize("keep", [0.1, 0.5, 0.99])

@@ -179,7 +179,7 @@ _PLAN_ROWS = (
     ("target", "trimming goes down to this (65% of the limit)"),
     (
         "deep_target",
-        "or this deep (40%) while the newest step stays whole: fewer trims, the prompt cache kept",
+        "or this deep (20%) while the newest step stays whole: fewer trims, the prompt cache kept",
     ),
     ("result_chars", "one tool result is cut at this many characters"),
     ("notes_chars", "the notes of earlier turns take at most this many characters"),

@@ -16,7 +16,7 @@ Pure: no I/O. Reading and writing the file is :mod:`.files`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from twinny_magics import __version__
@@ -281,7 +281,7 @@ def session_from_json(data: Any) -> SavedSession:
         ),
         options=_options(r),
         mode=r.choice("mode", _MODES, "auto"),
-        plan=ContextPlan(**{f.name: plan.whole(f.name) for f in fields(ContextPlan)}) if plan else None,
+        plan=_plan(plan) if plan else None,
         ratio=estimator.real("ratio"),
         observations=[
             Observation(
@@ -291,6 +291,16 @@ def session_from_json(data: Any) -> SavedSession:
         ],
         notes=[NoteEntry(call_from_json(n.obj("call")), n.text("output")) for n in r.objs("notes", [])],
         replies=[reply_from_json(reply) for reply in r.objs("replies", [])],
+    )
+
+
+def _plan(plan: Reader) -> ContextPlan:
+    """The saved plan; a field newer than the file (``deep_target``) takes its default."""
+    return ContextPlan(
+        **{
+            f.name: plan.whole(f.name) if f.default is MISSING else plan.whole(f.name, f.default)
+            for f in fields(ContextPlan)
+        }
     )
 
 
