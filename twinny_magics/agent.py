@@ -286,6 +286,9 @@ class Agent:
     def pending(self) -> list[PendingChange]:
         """The edits still waiting for review, oldest first (``%agent status`` numbers them from 1)."""
         # A saved edit a load brought back is marked expired (never pending): what is pending is live.
+        # Cells the kernel tools propose (`Kernel.proposals`) are not listed here: each is decided within
+        # its reply (approved or not) and the magic inserts the chosen ones when the cell ends
+        # (`Kernel.to_insert`), so none waits past its reply for a settle.
         return [
             cast("PendingChange", edit)
             for reply in self.replies
