@@ -357,6 +357,33 @@ def test_apply_by_number_writes_that_edit_and_updates_its_view(ip: InteractiveSh
     assert "No edits are waiting" in captured.stdout
 
 
+def test_a_panel_shows_an_edit_settled_by_percent_agent_apply(ip: InteractiveShell) -> None:
+    ip.run_line_magic("config", "TwinnyMagics.output = 'rich'")
+    adopt(ip, ScriptedServer([EDIT, "Proposed."]))
+    ask(ip, "Set x to 2.")
+    [panel] = magics(ip)._panels
+    with capture_output() as captured:
+        ip.run_line_magic("agent", "apply")
+    [update] = [o for o in captured.outputs if o.update]
+    assert "Proposed edit to a.py — applied\nApplied the edit to a.py." in update.data["text/plain"]
+    assert panel.item.message == "Applied the edit to a.py."
+    # Its button, pressed now, goes to the same place: the edit was applied once.
+    with capture_output():
+        assert panel.apply() == "Already applied."
+    assert Path("a.py").read_text() == "x = 2\n"
+
+
+def test_apply_settles_through_the_session_with_no_panel_shown(ip: InteractiveShell) -> None:
+    session = adopt(ip, ScriptedServer([EDIT, "Proposed."]))
+    session.run("Set x to 2.")  # not a cell: nothing was shown
+    assert magics(ip)._panels == []
+    with capture_output() as captured:
+        ip.run_line_magic("agent", "apply 1")
+    assert captured.stdout == "Applied the edit to a.py.\n"
+    assert captured.outputs == []
+    assert session.pending == []
+
+
 def test_discard_drops_every_pending_edit(ip: InteractiveShell) -> None:
     adopt(ip, ScriptedServer([EDIT, "Proposed."]))
     ask(ip, "Set x to 2.")

@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .budget import HEAD_START_SHARE, ContextPlan, TokenEstimator, plan_context
-from .contracts import EventSink, ModelServer, Toolset
+from .contracts import EventSink, ModelServer, PendingChange, Toolset
 from .conversation import Message, assistant, user
 from .events import Notice, Reply, ReplyFinished
 from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModeSetting
@@ -25,6 +25,7 @@ from .notes import FINAL_ANSWER_PROMPT, NoteEntry, turn_notes
 from .options import DEFAULTS, check
 from .tools import Approve, CommandsMode, EditsMode, Workspace
 from .tools.denied import SecretFiles
+from .tools.edits import settle as settle_change
 from .tools.kernel import MAIN, CellsMode, Kernel, KernelMode
 from .tools.registry import TOOLS
 from .usage import Price, Usage, check_price, session_usage
@@ -278,6 +279,39 @@ class Agent:
     def server(self) -> ModelServer | None:
         """The model server, once chosen."""
         return self._server
+
+    # -- pending work ------------------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> list[PendingChange]:
+        """The edits still waiting for review, oldest first (``%agent status`` numbers them from 1)."""
+        # A saved edit a load brought back is marked expired (never pending): what is pending is live.
+        # Cells the kernel tools propose (`Kernel.proposals`) are not listed here: each is decided within
+        # its reply (approved or not) and the magic inserts the chosen ones when the cell ends
+        # (`Kernel.to_insert`), so none waits past its reply for a settle.
+        return [
+            cast("PendingChange", edit)
+            for reply in self.replies
+            for edit in reply.pending
+            if str(getattr(edit, "status", "pending")) == "pending"
+        ]
+
+    def settle(self, numbers: Sequence[int] | None = None, *, apply: bool) -> list[str]:
+        """Apply (``apply=True``) or discard the pending edits numbered ``numbers`` (from 1, as
+        :attr:`pending` lists them; None: all); one message per edit, in that order.
+
+        Each edit is settled under its own lock (``tools.edits.settle``, which the display's buttons use
+        too): a conflict is reported, not raised, and an edit settled meanwhile says ``Already applied.``
+        A number out of range raises ``ValueError`` before anything is settled.
+        """
+        edits = self.pending
+        chosen = edits
+        if numbers is not None:
+            wrong = [number for number in numbers if not 1 <= number <= len(edits)]
+            if wrong:
+                raise ValueError(f"No pending edit {wrong[0]}: there are {len(edits)} (see %agent status).")
+            chosen = [edits[number - 1] for number in numbers]
+        return [settle_change(edit, apply=apply) for edit in chosen]
 
     def configure(
         self,

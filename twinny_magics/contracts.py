@@ -15,8 +15,9 @@ or a server's adapter, so the loop, the session and the display can depend on it
 - The toolset (``Toolset``): the definitions offered and a way to run a call; optionally a head start
   (``GivesHeadStart``) and tools fitted to the window (``FitsWindow``).
 - A tool's outcome (``ToolOutcome``): its text, whether it failed, a change waiting for review
-  (``PendingChange``; a saved one is a ``ProposedChange``); optionally what it did (``ToolEffects``:
-  it settles the reply, it changed the workspace, it made or proposed an edit).
+  (``PendingChange``, which may settle itself under its own lock: ``Settles``; a saved one is a
+  ``ProposedChange``); optionally what it did (``ToolEffects``: it settles the reply, it changed the
+  workspace, it made or proposed an edit).
 - The event sink (``EventSink``): where the loop sends what happens, in order.
 """
 
@@ -247,6 +248,16 @@ class PendingChange(ProposedChange, Protocol):
 
     def discard(self) -> None:
         """Drop it."""
+        ...
+
+
+@runtime_checkable
+class Settles(Protocol):
+    """A pending change that settles itself under its own lock (``tools.edits.PendingEdit``); one
+    without is settled by ``tools.edits.settle`` under a shared lock."""
+
+    def settle(self, apply: bool) -> str:
+        """Apply (or discard) it; what happened, a conflict reported, not raised."""
         ...
 
 

@@ -520,13 +520,12 @@ class TwinnyMagics(Magics):
         self._show(reprs.plan_html(plan), reprs.plan_text(plan))
 
     def _settle(self, rest: list[str], *, apply: bool) -> None:
-        from twinny_magics.display import EditPanel  # noqa: PLC0415
-
-        edits = reprs.pending_edits(self._session) if self._session is not None else []
-        if not edits:
+        """``%agent apply`` / ``%agent discard``: the session settles; the panels shown catch up."""
+        session = self._session
+        if session is None or not session.pending:
             print("No edits are waiting for review.")
             return
-        chosen = edits
+        numbers = None
         if rest:
             try:
                 numbers = [int(word) for word in rest]
@@ -534,15 +533,14 @@ class TwinnyMagics(Magics):
                 raise UsageError(
                     f"%agent {'apply' if apply else 'discard'} [N…]: numbers from %agent status"
                 ) from None
-            wrong = [number for number in numbers if not 1 <= number <= len(edits)]
-            if wrong:
-                raise UsageError(f"No pending edit {wrong[0]}: there are {len(edits)} (see %agent status).")
-            chosen = [edits[number - 1] for number in numbers]
-        for edit in chosen:
-            panel = next((p for p in self._panels if p.edit is edit), None)
-            if panel is None:
-                panel = EditPanel(edit, show=False, with_buttons=False)
-            print(reprs.plain(panel.apply() if apply else panel.discard()))
+        try:
+            messages = session.settle(numbers, apply=apply)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        for message in messages:
+            print(reprs.plain(message))
+        for panel in self._panels:
+            panel.catch_up()
 
     def _use(self, rest: list[str]) -> None:
         if len(rest) != 1 or self.shell is None:

@@ -313,12 +313,8 @@ def _short(text: str, limit: int) -> str:
 
 
 def pending_edits(agent: Agent) -> list[Any]:
-    """The edits of this session still waiting for review, oldest first."""
-    return [edit for reply in agent.replies for edit in reply.pending if _status(edit) == "pending"]
-
-
-def _status(edit: object) -> str:
-    return str(getattr(edit, "status", "pending"))
+    """The edits of this session still waiting for review, oldest first (``agent.pending``)."""
+    return list(agent.pending)
 
 
 def session_rows(agent: Agent) -> list[tuple[str, str]]:

@@ -101,12 +101,19 @@ def _display(obj: Any) -> Any:
 
 
 class EditPanel:
-    """A proposed edit with its Apply/Discard buttons; works after the cell has finished."""
+    """A proposed edit with its Apply/Discard buttons; works after the cell has finished.
+
+    It shows the edit and forwards a click to where every edit is settled (``tools.edits.settle``, as
+    ``Agent.settle`` does): it owns no apply logic. An edit settled elsewhere (``%agent apply``) is shown
+    by :meth:`catch_up`.
+    """
 
     def __init__(self, edit: PendingChange, *, show: bool, with_buttons: bool) -> None:
         self.edit = edit
         self.item = EditItem(edit)
+        # Only rendering takes it: a click and a catch-up never show the edit half updated.
         self._lock = threading.Lock()
+        self._shown = self.item.status
         self.slot = Slot(self.item, _display(self.item) if show else None)
         self.buttons: Any = None
         if show and with_buttons:
@@ -114,35 +121,37 @@ class EditPanel:
             _display(self.buttons)
 
     def apply(self) -> str:
-        """Write the edit; say what happened (a conflict is reported, not raised)."""
-        from twinny_magics.errors import WorkspaceError  # noqa: PLC0415
-
-        with self._lock:
-            if self.item.status != "pending":
-                message = f"Already {self.item.status}."
-            else:
-                try:
-                    message = str(self.edit.apply())
-                except (WorkspaceError, OSError) as error:
-                    message = str(error)
-            self.item.message = message
-        self.refresh()
-        return message
+        """The Apply button: write the edit; say what happened (a conflict is reported, not raised)."""
+        return self._settle(apply=True)
 
     def discard(self) -> str:
-        """Drop the edit; say what happened."""
+        """The Discard button: drop the edit; say what happened."""
+        return self._settle(apply=False)
+
+    def _settle(self, *, apply: bool) -> str:
+        from twinny_magics.tools.edits import settle  # noqa: PLC0415 - the display loads no tools until used
+
+        message = settle(self.edit, apply=apply)
         with self._lock:
-            if self.item.status != "pending":
-                message = f"Already {self.item.status}."
-            else:
-                self.edit.discard()
-                message = f"Discarded the edit to {self.edit.path}."
             self.item.message = message
-        self.refresh()
+            self._render()
         return message
+
+    def catch_up(self) -> None:
+        """Show the edit again if it was settled since it was last shown (render only)."""
+        with self._lock:
+            if self.item.status == self._shown:
+                return
+            self.item.message = str(getattr(self.edit, "message", "") or self.item.message)
+            self._render()
 
     def refresh(self) -> None:
         """Show the current status; grey the buttons out once the edit is settled."""
+        with self._lock:
+            self._render()
+
+    def _render(self) -> None:
+        self._shown = self.item.status
         self.slot.update()
         if self.buttons is not None and self.item.status != "pending":
             buttons.disable(self.buttons)

@@ -20,6 +20,11 @@ edit to the same file that was applied first — is refused as a conflict instea
 Two pending edits to one file are therefore both computed against the disk, and only the first applied
 wins; the second must be asked for again.
 
+A pending edit is settled in one place, `PendingEdit.settle` (or `settle` for a change of another
+toolset): the session's ``settle`` (``%agent apply``) and the display's Apply/Discard buttons both call
+it. It holds the edit's lock, so two settling it at once apply it once (the other is told it is
+"Already applied."), and turns a conflict or an OS error into the message the user reads.
+
 Notebooks are refused: JupyterLab may have the file open with unsaved changes, and a write under it
 loses them or clashes with them; the model is told to show the user the new cell instead.
 """
@@ -33,10 +38,12 @@ import os
 import re
 import secrets
 import stat
+import threading
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from twinny_magics.contracts import Settles
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import ToolLimits, cut_line
 from twinny_magics.tools.files import BINARY_SNIFF_BYTES, looks_binary, require
@@ -49,6 +56,9 @@ from twinny_magics.tools.paths import (
     same_folder,
     swapped_message,
 )
+
+if TYPE_CHECKING:
+    from twinny_magics.contracts import PendingChange
 
 EditStatus = Literal["pending", "applied", "discarded", "conflict", "refused"]
 # What the model sees of a diff; the full diff stays on the PendingEdit for the user's review.
@@ -74,6 +84,10 @@ class PendingEdit:
         self.path = change.target.rel
         self.diff = change.diff
         self.status: EditStatus = "pending"
+        #: What settling it said ("Applied the edit to a.py.", a conflict...); "" until it is settled.
+        self.message = ""
+        # Settling, applying and discarding take it: one edit is written or dropped once, whoever asks.
+        self._lock = threading.RLock()
         self._conf = conf
         self._real = change.target.real
         self._digest = _digest(change.old)
@@ -91,6 +105,10 @@ class PendingEdit:
         would import since the edit was proposed); a refused edit is marked ``refused``, one made
         against another version of the file ``conflict``.
         """
+        with self._lock:
+            return self._apply()
+
+    def _apply(self) -> str:
         if self.status != "pending":
             raise WorkspaceError(f"The edit to {self.path} was already {self.status}.")
         self._conf.refresh()
@@ -115,11 +133,50 @@ class PendingEdit:
 
     def discard(self) -> None:
         """Drop the edit without touching the disk (a no-op unless it is pending)."""
-        if self.status == "pending":
-            self.status = "discarded"
+        with self._lock:
+            if self.status == "pending":
+                self.status = "discarded"
+
+    def settle(self, apply: bool) -> str:
+        """Apply or discard the edit; what happened (a conflict is reported, not raised). Thread-safe."""
+        with self._lock:
+            was = self.status
+            message = settle_message(self, apply=apply)
+            if was == "pending":
+                self.message = message
+            return message
 
     def __repr__(self) -> str:
         return f"<PendingEdit {self.path} {self.status}>"
+
+
+# A change of another toolset has no lock of its own: settling one takes this one.
+_SETTLING = threading.Lock()
+
+
+def settle(change: PendingChange, *, apply: bool) -> str:
+    """Apply or discard ``change``, under its lock; what the user is told (see `settle_message`)."""
+    if isinstance(change, Settles):
+        return change.settle(apply)
+    with _SETTLING:
+        return settle_message(change, apply=apply)
+
+
+def settle_message(change: PendingChange, *, apply: bool) -> str:
+    """Apply or discard ``change`` (the caller holds its lock); what happened, as the user reads it.
+
+    A change no longer pending says ``Already applied.`` (discarded...); a conflict, a refused write or
+    an OS error is reported as its message, never raised.
+    """
+    if change.status != "pending":
+        return f"Already {change.status}."
+    if not apply:
+        change.discard()
+        return f"Discarded the edit to {change.path}."
+    try:
+        return str(change.apply())
+    except (WorkspaceError, OSError) as error:
+        return str(error)
 
 
 class _Changed(WorkspaceError):
