@@ -7,9 +7,9 @@ extension stays quick.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._lazy import lazy_names
 from .budget import ContextPlan, TokenEstimator, plan_context
 from .conversation import ToolCall
 
@@ -47,13 +47,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'twinny_magics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 def load_ipython_extension(ipython: Any) -> None:

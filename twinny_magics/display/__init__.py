@@ -13,8 +13,9 @@ neither the markdown renderer nor the view.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from twinny_magics._lazy import lazy_names
 
 if TYPE_CHECKING:
     from twinny_magics.display.items import Bundle, Item
@@ -30,10 +31,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'twinny_magics.display' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
