@@ -365,3 +365,35 @@ async def test_stopping_a_reply_closes_the_fakes_stream() -> None:
         assert isinstance(await anext(stream), TextDelta)
         await stream.aclose()
     assert closed == [True]
+
+
+@pytest.mark.parametrize(
+    ("model", "architecture", "family", "shown"),
+    [
+        ("team-coder", "qwen2", ("qwen2", "the server's description of the model"), 1),  # an alias
+        ("qwen2.5-coder:1.5b", "qwen2", ("qwen2", "the model's name"), 0),  # the name tells: not asked
+        ("team-coder", "bert", None, 1),  # asked, not a family we weigh: SmolLM2's, learned from counts
+    ],
+)
+async def test_the_text_weights_follow_the_model_the_server_describes(
+    tmp_path: object, model: str, architecture: str, family: tuple[str, str] | None, shown: int
+) -> None:
+    from twinny_magics import Agent
+    from twinny_magics.text_tokens import FAMILY_WEIGHTS, SMOLLM2_WEIGHTS, TextTokens
+
+    name = model if ":" in model else model + ":latest"
+    fake = FakeOllama(loaded={name: 4096}, architectures={name: architecture})
+    server = ConnectedServer(
+        ServerInfo("http://127.0.0.1:11434", "ollama", model),
+        client_factory=lambda _: client_for(fake),
+        cache=ProbeCache(),
+    )
+    agent = Agent(server=server, workspace=str(tmp_path))
+    reply = await agent.arun("Hello?")
+    assert reply.text
+    loop = agent._loop
+    assert loop is not None
+    assert loop.family == family
+    weights = FAMILY_WEIGHTS[family[0]] if family else SMOLLM2_WEIGHTS
+    assert loop.counter.text.weights == TextTokens(weights).weights
+    assert fake.count("/api/show") == shown

@@ -97,3 +97,16 @@ async def test_a_connected_gateway_plans_with_the_admins_max_input_tokens(gatewa
     server = ConnectedServer(gateway.info, cache=ProbeCache())
     assert await server.context_window() == 2048
     assert await server.tokenize("hello") is None  # LiteLLM has no exact tokenizer route
+
+
+async def test_the_gateway_says_which_model_its_name_stands_for(gateway: RunningServer) -> None:
+    # A team gateway's names are aliases; the model behind one tells its tokenizer family.
+    from twinny_magics.servers.probe import amodel_metadata  # noqa: PLC0415
+
+    said = await amodel_metadata(
+        gateway.base_url, "smollm2", "litellm", api_key=gateway.api_key, cache=ProbeCache()
+    )
+    assert said["model"].startswith("openai/")
+    assert gateway.api_key not in str(said)
+    # Without the key the gateway will not say.
+    assert await amodel_metadata(gateway.base_url, "smollm2", "litellm", cache=ProbeCache()) == {}

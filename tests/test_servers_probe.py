@@ -23,7 +23,8 @@ from twinny_magics.servers import (
     small_window_warning,
 )
 from twinny_magics.servers.kinds import parse_kind
-from twinny_magics.servers.probe import parse_num_ctx, same_ollama_model
+from twinny_magics.servers.probe import amodel_metadata, parse_num_ctx, same_ollama_model
+from twinny_magics.text_tokens import tokenizer_family
 
 
 class Clock:
@@ -395,3 +396,47 @@ async def test_async_discovery_asks_the_usual_ports_in_parallel() -> None:
         found = await adiscover({}, client=client)
     # Port 8080 is llama.cpp's usual one; a vLLM there is recognised by its routes.
     assert found == ServerInfo("http://127.0.0.1:8080", "vllm", "local")
+
+
+# --- what the server says of its model (the tokenizer family when the name does not tell) ---------------
+
+
+async def test_ollama_says_which_tokenizer_its_model_has() -> None:
+    fake = FakeOllama(loaded={"team-coder:latest": 4096}, architectures={"team-coder:latest": "qwen2"})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(fake)) as client:  # type: ignore[arg-type]
+        said = await amodel_metadata(OLLAMA, "team-coder", "ollama", client=client, cache=ProbeCache())
+    assert said == {
+        "general.architecture": "qwen2",
+        "tokenizer.ggml.model": "gpt2",
+        "tokenizer.ggml.pre": "qwen2",
+        "family": "qwen2",
+    }
+    assert tokenizer_family("team-coder", said) == "qwen2"
+
+
+async def test_lm_studio_says_its_models_architecture_and_others_say_nothing() -> None:
+    studio = FakeLMStudio(models={"my-model": 4096})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(studio)) as client:  # type: ignore[arg-type]
+        said = await amodel_metadata(
+            "http://127.0.0.1:1234", "my-model", "lmstudio", client=client, cache=ProbeCache()
+        )
+    assert said == {"general.architecture": "qwen2"}
+    vllm = FakeVLLM()
+    async with httpx.AsyncClient(transport=httpx.MockTransport(vllm)) as client:  # type: ignore[arg-type]
+        assert (
+            await amodel_metadata("http://127.0.0.1:8000", "m", "vllm", client=client, cache=ProbeCache())
+            == {}
+        )
+
+
+async def test_hostile_metadata_is_only_taken_as_strings_of_the_keys_asked_for() -> None:
+    def show(request: httpx.Request) -> httpx.Response:
+        if request.url.path != "/api/show":
+            return httpx.Response(404)
+        info = {"general.architecture": ["qwen2"], "tokenizer.ggml.pre": "<script>", "evil": "x" * 10_000}
+        return httpx.Response(200, json={"model_info": info, "details": {"family": 7}})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(show)) as client:
+        said = await amodel_metadata(OLLAMA, "m", "ollama", client=client, cache=ProbeCache())
+    assert said == {"tokenizer.ggml.pre": "<script>"}
+    assert tokenizer_family("m", said) is None  # not a family: SmolLM2's weights and the learned factor

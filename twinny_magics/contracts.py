@@ -23,7 +23,7 @@ or a server's adapter, so the loop, the session and the display can depend on it
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
@@ -138,6 +138,17 @@ class ModelServer(Protocol):
 
     async def context_window(self) -> int:
         """The window to plan with, in tokens."""
+        ...
+
+
+@runtime_checkable
+class DescribesModel(Protocol):
+    """A server that may say what its model is made of: the keys that tell its tokenizer family
+    (``general.architecture``, ``tokenizer.ggml.pre``, ``family``, or the ``model`` a gateway's name
+    stands for); empty when it does not say."""
+
+    async def model_metadata(self) -> Mapping[str, str]:
+        """What the server says of its model (see :func:`twinny_magics.text_tokens.tokenizer_family`)."""
         ...
 
 

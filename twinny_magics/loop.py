@@ -39,6 +39,7 @@ from .contracts import (
     Closes,
     ContinuesPrefill,
     CountsPrompts,
+    DescribesModel,
     EventSink,
     FitsWindow,
     GivesHeadStart,
@@ -85,7 +86,7 @@ from .protocol.grammar import call_opener, may_open_call, tool_call_grammar, too
 from .protocol.schema import example_call, format_call
 from .redact import mask_value
 from .retrieval import HEAD_START_LEAD, HEAD_START_TOOL, query_terms
-from .text_tokens import TextTokens, family_weights
+from .text_tokens import FAMILY_WEIGHTS, TextTokens, family_weights, tokenizer_family
 
 #: ``auto``: native where the server takes tools, until the model's first replies show it calls them as
 #: text (see ``modes``); ``native``/``text``: always that.
@@ -176,8 +177,14 @@ class Loop:
         self.server = server
         self.tools = tools
         self.estimator = estimator or TokenEstimator()
-        # Without /tokenize the estimate weighs text as the model's tokenizer family does (by its name).
+        # Without /tokenize the estimate weighs text as the model's tokenizer family does (by its name; by
+        # what the server says of the model when the name does not tell, see learn_model_family).
         self.counter = PromptCounter(self.estimator, TextTokens(family_weights(server.model)))
+        #: The tokenizer family the text weights are for, and where it was learned (None: SmolLM2's).
+        self.family: tuple[str, str] | None = None
+        if (named := tokenizer_family(server.model)) is not None:
+            self.family = (named, "the model's name")
+        self._family_asked = False
         #: Whether the server counts tokens exactly (llama.cpp's /tokenize); None until asked.
         self.tokenize_works: bool | None = None
         #: Set when the server refused a grammar: none is sent again in this session.
@@ -297,6 +304,7 @@ class Loop:
         Without an earlier count, a template's own markup and whether it renders the tool definitions at
         all (SmolLM2's does not: the estimate was 9x the real count) can only be guessed.
         """
+        await self.learn_model_family()
         if not isinstance(self.server, CountsPrompts) or self.tokenize_works is False:
             return
         rendered = render(list(messages), self.mode)
@@ -308,6 +316,23 @@ class Loop:
             return
         if exact:
             self.counter.observe(rendered, tools, exact)
+
+    async def learn_model_family(self) -> None:
+        """Once, before the first request: when the model's name does not tell its tokenizer family (a
+        gateway's alias, a renamed model), ask the server what the model is and weigh text for that family."""
+        if self._family_asked or self.family is not None:
+            return
+        self._family_asked = True
+        if not isinstance(self.server, DescribesModel):
+            return
+        try:
+            metadata = await self.server.model_metadata()
+        except ServerError:
+            return  # the name's weights (SmolLM2's) and the learned factor, as without metadata
+        family = tokenizer_family(metadata.get("model"), metadata)
+        if family is not None:
+            self.counter.text = TextTokens(FAMILY_WEIGHTS[family])
+            self.family = (family, "the server's description of the model")
 
     async def learn_exact_counts(
         self, messages: Sequence[Message], tools: list[dict[str, Any]] | None

@@ -167,12 +167,18 @@ class FakeServer:
         )
 
 
+#: The pre-tokenizer a GGUF of each architecture names (``tokenizer.ggml.pre``).
+_PRE = {"qwen2": "qwen2", "llama": "llama-bpe"}
+
+
 class FakeOllama(FakeServer):
     """Ollama: ``/api/version``, ``/api/ps``, ``/api/show``, ``/api/tags``, ``/api/chat``, ``/v1/...``.
 
     ``loaded`` maps the running models to their ``context_length`` (None: an older server that does not
     report it); ``modelfiles`` maps models to the ``num_ctx`` their Modelfile sets (None: not set).
-    ``tools=False`` answers a request with tools as a model without tool support does.
+    ``tools=False`` answers a request with tools as a model without tool support does. ``architectures``
+    maps models to the GGUF architecture ``/api/show`` reports (``model_info``, ``details.family``;
+    default ``llama``).
     """
 
     def __init__(
@@ -183,8 +189,10 @@ class FakeOllama(FakeServer):
         modelfiles: dict[str, int | None] | None = None,
         tools: bool = True,
         api_key: str | None = None,
+        architectures: dict[str, str] | None = None,
     ) -> None:
         super().__init__(backend, api_key=api_key)
+        self.architectures = architectures if architectures is not None else {}
         self.loaded = loaded if loaded is not None else {}
         self.modelfiles = modelfiles if modelfiles is not None else {}
         self.tools = tools
@@ -226,6 +234,7 @@ class FakeOllama(FakeServer):
         if match is None:
             return httpx.Response(404, json={"error": f"model '{name}' not found"})
         num_ctx = self.modelfiles.get(match)
+        arch = self.architectures.get(match, "llama")
         parameters = 'stop                           "<|eot_id|>"'
         if num_ctx is not None:
             parameters = f"num_ctx                        {num_ctx}\n" + parameters
@@ -235,8 +244,13 @@ class FakeOllama(FakeServer):
                 "modelfile": f"FROM {match}\n",
                 "parameters": parameters,
                 "template": "{{ .Prompt }}",
-                "details": {"format": "gguf", "family": "llama"},
-                "model_info": {"llama.context_length": 131072},
+                "details": {"format": "gguf", "family": arch},
+                "model_info": {
+                    "general.architecture": arch,
+                    f"{arch}.context_length": 131072,
+                    "tokenizer.ggml.model": "gpt2",
+                    **({"tokenizer.ggml.pre": _PRE[arch]} if arch in _PRE else {}),
+                },
                 "capabilities": ["completion", "tools"] if self.tools else ["completion"],
             },
         )

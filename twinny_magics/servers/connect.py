@@ -27,7 +27,7 @@ from twinny_magics.servers.kinds import (
 )
 from twinny_magics.servers.ollama import OllamaChatServer
 from twinny_magics.servers.openai import OpenAIChatServer
-from twinny_magics.servers.probe import acontext_window
+from twinny_magics.servers.probe import acontext_window, amodel_metadata
 from twinny_magics.servers.recognise import discover, resolve_server
 from twinny_magics.servers.refusals import hide_secret
 from twinny_magics.servers.wire import CHAT_TIMEOUT, make_client
@@ -112,6 +112,18 @@ class ConnectedServer:
                 cache=self._cache,
             )
         return min(window, self.requested_window) if self.requested_window else window
+
+    async def model_metadata(self) -> dict[str, str]:
+        """What the server says of the model that tells its tokenizer (Ollama, LM Studio, LiteLLM), or {}."""
+        async with self._client_factory(self.info) as client:
+            return await amodel_metadata(
+                self.info.base_url,
+                self.model,
+                self.kind,
+                api_key=self.info.api_key,
+                client=client,
+                cache=self._cache,
+            )
 
     @property
     def key_warning(self) -> str | None:

@@ -163,6 +163,66 @@ def planned_window_steps(
     return window if window is not None else default_window(found_kind)
 
 
+# --- what the server says of its model --------------------------------------------------------------
+
+#: The keys of Ollama's ``/api/show`` ``model_info`` that tell a tokenizer (see ``text_tokens``).
+_TOKENIZER_KEYS = ("general.architecture", "tokenizer.ggml.pre", "tokenizer.ggml.model")
+
+
+def metadata_steps(
+    root: str, kind: Kind, model: str | None, api_key: str | None = None
+) -> Steps[dict[str, str]]:
+    """What the server says of ``model`` that tells its tokenizer, flat (empty: it does not say).
+
+    Ollama: ``/api/show``'s ``model_info`` (the GGUF's ``general.architecture``, ``tokenizer.ggml.pre``)
+    and ``details.family``; LM Studio: a model's ``arch``; LiteLLM: the model a name stands for
+    (``litellm_params.model``, e.g. ``ollama/qwen2.5-coder:1.5b``), as ``model``.
+    """
+    if kind == "ollama" and model:
+        shown = json_of((yield from ask("POST", root + "/api/show", {"model": model}, api_key=api_key)))
+        if not isinstance(shown, dict):
+            return {}
+        info = shown.get("model_info")
+        details = shown.get("details")
+        found = {k: v for k, v in (info.items() if isinstance(info, dict) else ()) if k in _TOKENIZER_KEYS}
+        if isinstance(details, dict) and isinstance(details.get("family"), str):
+            found["family"] = details["family"]
+        return {k: v for k, v in found.items() if isinstance(v, str)}
+    if kind == "lmstudio":
+        listing = json_of((yield from ask("GET", root + "/api/v0/models", api_key=api_key)))
+        entries = dicts(listing.get("data")) if isinstance(listing, dict) else []
+        chosen = _entry(entries, model, "id") if model else None
+        arch = chosen.get("arch") if chosen else None
+        return {"general.architecture": arch} if isinstance(arch, str) else {}
+    if kind == "litellm" and model:
+        info = json_of((yield from ask("GET", root + "/model/info", api_key=api_key)))
+        entries = dicts(info.get("data")) if isinstance(info, dict) else []
+        for entry in entries:
+            params = entry.get("litellm_params")
+            if str(entry.get("model_name", "")).lower() == model.lower() and isinstance(params, dict):
+                underlying = params.get("model")
+                if isinstance(underlying, str):
+                    return {"model": underlying}
+    return {}
+
+
+def model_metadata_steps(
+    base_url: str, model: str | None, kind: str | None, api_key: str | None, cache: ProbeCache
+) -> Steps[dict[str, str]]:
+    """``metadata_steps`` for the server at ``base_url`` (cached like the window)."""
+    found_kind = yield from kind_steps(base_url, kind, api_key, cache)
+    if found_kind in NEVER_ASKED:
+        return {}
+    root = normalize_url(base_url)
+    key = ("metadata", root, found_kind, model, api_key)
+    hit, cached = cache.lookup(key)
+    if hit:
+        return dict(cached)
+    found = yield from metadata_steps(root, found_kind, model, api_key)
+    cache.store(key, dict(found), known=bool(found))
+    return found
+
+
 # --- the public functions ----------------------------------------------------------------------------
 
 
@@ -222,10 +282,26 @@ async def acontext_window(
     )
 
 
+async def amodel_metadata(
+    base_url: str,
+    model: str | None = None,
+    kind: str | None = None,
+    *,
+    api_key: str | None = None,
+    client: httpx.AsyncClient | None = None,
+    cache: ProbeCache | None = None,
+) -> dict[str, str]:
+    """What the server says of its model that tells its tokenizer (see ``metadata_steps``), or {}."""
+    return await run_async(
+        model_metadata_steps(base_url, model, kind, api_key, cache or DEFAULT_CACHE), client
+    )
+
+
 __all__ = [
     "DEFAULT_CACHE",
     "ProbeCache",
     "acontext_window",
+    "amodel_metadata",
     "aprobe_context_window",
     "context_window",
     "probe_context_window",
