@@ -101,7 +101,7 @@ async def test_a_connected_gateway_plans_with_the_admins_max_input_tokens(gatewa
 
 async def test_the_gateway_says_which_model_its_name_stands_for(gateway: RunningServer) -> None:
     # A team gateway's names are aliases; the model behind one tells its tokenizer family.
-    from twinny_magics.servers.probe import amodel_metadata  # noqa: PLC0415
+    from twinny_magics.servers.probe import amodel_metadata
 
     said = await amodel_metadata(
         gateway.base_url, "smollm2", "litellm", api_key=gateway.api_key, cache=ProbeCache()
