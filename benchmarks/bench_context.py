@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from estimator_corpus import GREP_PATTERNS, QUESTIONS, THOUGHTS, Piece
 from stats import quantile
 
-import twinny_magics.loop as loop_module
+import twinny_magics.weighing as weighing_module
 from twinny_magics.budget import (
     DEFAULT_CHARS_PER_TOKEN,
     Fit,
@@ -687,13 +687,14 @@ def trimming(policy: FitFunction | None) -> Iterator[None]:
     if policy is None:
         yield
         return
-    # The loop calls the module's ``fit`` by name; it has no setting for it (mypy: not re-exported).
-    original = loop_module.fit  # type: ignore[attr-defined]
-    loop_module.fit = policy  # type: ignore[attr-defined]
+    # The loop weighs each request with ``weighing``, which calls its module's ``fit`` by name; there is no
+    # setting for it (mypy: not re-exported).
+    original = weighing_module.fit  # type: ignore[attr-defined]
+    weighing_module.fit = policy  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        loop_module.fit = original  # type: ignore[attr-defined]
+        weighing_module.fit = original  # type: ignore[attr-defined]
 
 
 # -- one run -----------------------------------------------------------------------------------------
