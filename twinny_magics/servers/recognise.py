@@ -20,7 +20,6 @@ from twinny_magics.servers.asking import (
     ProbeCache,
     Steps,
     ask,
-    bearer,
     dicts,
     json_of,
     run_async,
@@ -36,6 +35,7 @@ from twinny_magics.servers.kinds import (
     normalize_url,
     parse_kind,
 )
+from twinny_magics.servers.wire import bearer
 
 # Looking for a server on the usual local ports: a closed port refuses at once, so this only bounds a
 # port held by something that accepts and never answers.
