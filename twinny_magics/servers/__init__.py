@@ -49,7 +49,6 @@ from twinny_magics.servers.probe import (
 from twinny_magics.servers.recognise import (
     adiscover,
     arecognise_kind,
-    aresolve_server,
     discover,
     recognise_kind,
     resolve_server,
@@ -83,7 +82,6 @@ __all__ = [
     "adiscover",
     "aprobe_context_window",
     "arecognise_kind",
-    "aresolve_server",
     "chat_server",
     "connect",
     "context_window",

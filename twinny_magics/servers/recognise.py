@@ -245,19 +245,6 @@ def resolve_server(
     return run_sync(server_steps(base_url, model, kind, api_key, cache or DEFAULT_CACHE), client)
 
 
-async def aresolve_server(
-    base_url: str,
-    model: str | None = None,
-    kind: str | None = None,
-    *,
-    api_key: str | None = None,
-    client: httpx.AsyncClient | None = None,
-    cache: ProbeCache | None = None,
-) -> ServerInfo:
-    """``resolve_server`` on an async client."""
-    return await run_async(server_steps(base_url, model, kind, api_key, cache or DEFAULT_CACHE), client)
-
-
 def discover(
     env: Mapping[str, str] | None = None,
     *,
