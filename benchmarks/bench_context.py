@@ -65,7 +65,7 @@ from twinny_magics.errors import PromptTooLong
 from twinny_magics.events import Event, Reply, ResultsTrimmed
 from twinny_magics.loop import Loop, LoopSettings
 from twinny_magics.servers import ConnectedServer, ServerInfo
-from twinny_magics.servers.base import ChatEvent, ChatRequest, Finish, TextDelta, Usage, build_tool_calls
+from twinny_magics.servers.base import ChatEvent, ChatRequest, Finish, TextChunk, Usage, build_tool_calls
 from twinny_magics.servers.embedded import smollm2_path
 from twinny_magics.servers.scripted import ReplayServer, Scripted
 from twinny_magics.tools import Workspace
@@ -521,7 +521,7 @@ def _scripted_events(reply: Scripted | str, usage: Usage) -> Iterator[ChatEvent]
     """The events a scripted reply streams as (what ``ReplayServer`` yields)."""
     scripted = Scripted(reply) if isinstance(reply, str) else reply
     if scripted.text:
-        yield TextDelta(scripted.text)
+        yield TextChunk(scripted.text)
     if scripted.calls:
         yield build_tool_calls([(c.id, c.name, c.arguments_json()) for c in scripted.calls])
     yield usage

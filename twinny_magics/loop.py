@@ -686,7 +686,7 @@ class _Run:
             async for chunk in stream:
                 if record.first_token_seconds is None and not isinstance(chunk, wire.Usage | wire.Finish):
                     record.first_token_seconds = round(time.monotonic() - sent, 3)
-                if isinstance(chunk, wire.TextDelta):
+                if isinstance(chunk, wire.TextChunk):
                     text = chunk.text
                     if len(text) > reading.room:
                         text, reading.cut = text[: reading.room], True
