@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from estimator_corpus import GREP_PATTERNS, QUESTIONS, THOUGHTS, Piece
 from stats import quantile
 
-import twinny_magics.loop as loop_module
+import twinny_magics.weighing as weighing_module
 from twinny_magics.budget import (
     DEFAULT_CHARS_PER_TOKEN,
     Fit,
@@ -65,7 +65,7 @@ from twinny_magics.errors import PromptTooLong
 from twinny_magics.events import Event, Reply, ResultsTrimmed
 from twinny_magics.loop import Loop, LoopSettings
 from twinny_magics.servers import ConnectedServer, ServerInfo
-from twinny_magics.servers.base import ChatEvent, ChatRequest, Finish, TextDelta, Usage, build_tool_calls
+from twinny_magics.servers.base import ChatEvent, ChatRequest, Finish, TextChunk, Usage, build_tool_calls
 from twinny_magics.servers.embedded import smollm2_path
 from twinny_magics.servers.scripted import ReplayServer, Scripted
 from twinny_magics.tools import Workspace
@@ -521,7 +521,7 @@ def _scripted_events(reply: Scripted | str, usage: Usage) -> Iterator[ChatEvent]
     """The events a scripted reply streams as (what ``ReplayServer`` yields)."""
     scripted = Scripted(reply) if isinstance(reply, str) else reply
     if scripted.text:
-        yield TextDelta(scripted.text)
+        yield TextChunk(scripted.text)
     if scripted.calls:
         yield build_tool_calls([(c.id, c.name, c.arguments_json()) for c in scripted.calls])
     yield usage
@@ -687,13 +687,14 @@ def trimming(policy: FitFunction | None) -> Iterator[None]:
     if policy is None:
         yield
         return
-    # The loop calls the module's ``fit`` by name; it has no setting for it (mypy: not re-exported).
-    original = loop_module.fit  # type: ignore[attr-defined]
-    loop_module.fit = policy  # type: ignore[attr-defined]
+    # The loop weighs each request with ``weighing``, which calls its module's ``fit`` by name; there is no
+    # setting for it (mypy: not re-exported).
+    original = weighing_module.fit  # type: ignore[attr-defined]
+    weighing_module.fit = policy  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        loop_module.fit = original  # type: ignore[attr-defined]
+        weighing_module.fit = original  # type: ignore[attr-defined]
 
 
 # -- one run -----------------------------------------------------------------------------------------

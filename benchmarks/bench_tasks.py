@@ -136,7 +136,7 @@ class _OneServer:
         calls: list[ToolCall] = []
         async with contextlib.aclosing(self.server.stream(request)) as events:  # type: ignore[type-var]
             async for event in events:
-                if isinstance(event, wire.TextDelta):
+                if isinstance(event, wire.TextChunk):
                     parts.append(event.text)
                 elif isinstance(event, wire.ToolCalls):
                     calls.extend(event.readable)

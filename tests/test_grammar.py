@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from twinny_magics import protocol
 from twinny_magics.loop import DEFAULT_SYSTEM_PROMPT
 from twinny_magics.protocol.grammar import DEFAULT_STRING_CHARS, tool_call_grammar
-from twinny_magics.servers import ChatRequest, ConnectedServer, Finish, TextDelta
+from twinny_magics.servers import ChatRequest, ConnectedServer, Finish, TextChunk
 from twinny_magics.tools import Workspace
 
 # --- a reader for the GBNF subset the module writes ------------------------------------------------------
@@ -510,7 +510,7 @@ async def ask(server: RunningServer, messages: list[dict[str, Any]], grammar: st
     parts: list[str] = []
     reason: str | None = None
     async for event in ConnectedServer(server.info).stream(request):
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextChunk):
             parts.append(event.text)
         elif isinstance(event, Finish):
             reason = event.reason

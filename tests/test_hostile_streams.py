@@ -24,7 +24,7 @@ from twinny_magics.servers import (
     OllamaStreamParser,
     OpenAIStreamParser,
     SSEDecoder,
-    TextDelta,
+    TextChunk,
     ToolCallDelta,
     ToolCalls,
     Usage,
@@ -35,7 +35,7 @@ from twinny_magics.servers.refusals import error_from_response, error_message, t
 from twinny_magics.servers.sse import LineDecoder
 
 SEEDED = settings(derandomize=True, deadline=None, max_examples=200, database=None)
-EVENT_TYPES = (TextDelta, ToolCallDelta, ToolCalls, Usage, Finish)
+EVENT_TYPES = (TextChunk, ToolCallDelta, ToolCalls, Usage, Finish)
 
 # --- hostile JSON -------------------------------------------------------------------------------------
 
@@ -244,7 +244,7 @@ def assert_well_formed(events: list[Any], outcome: str) -> None:
     if outcome == "ok":
         assert finishes == [len(events) - 1]
     for e in events:
-        if isinstance(e, TextDelta):
+        if isinstance(e, TextChunk):
             assert isinstance(e.text, str)
             assert e.text
         if isinstance(e, ToolCallDelta):

@@ -36,8 +36,7 @@ from twinny_magics.protocol.grammar import (
     tool_call_grammar,
     tool_call_rest_grammar,
 )
-from twinny_magics.servers import ChatRequest, ConnectedServer, ProbeCache, ServerInfo, Usage
-from twinny_magics.servers import TextDelta as WireText
+from twinny_magics.servers import ChatRequest, ConnectedServer, ProbeCache, ServerInfo, TextChunk, Usage
 from twinny_magics.servers.base import ChatEvent
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import Workspace
@@ -522,7 +521,7 @@ async def unconstrained(server: RunningServer, loop: Loop, question: str) -> tup
     parts: list[str] = []
     prompt: int | None = None
     async for event in ConnectedServer(server.info).stream(request):
-        if isinstance(event, WireText):
+        if isinstance(event, TextChunk):
             parts.append(event.text)
         elif isinstance(event, Usage):
             prompt = event.prompt_tokens

@@ -60,7 +60,7 @@ from twinny_magics.servers import (
     Usage,
     probe_context_window,
 )
-from twinny_magics.servers.base import ChatEvent, Finish, TextDelta
+from twinny_magics.servers.base import ChatEvent, Finish, TextChunk
 from twinny_magics.servers.kinds import is_loopback_host, plaintext_key_warning
 from twinny_magics.servers.numbers import MAX_COUNT, MAX_WINDOW, checked_int, token_count, window_size
 from twinny_magics.servers.refusals import error_from_exception, error_from_response, too_long_numbers
@@ -181,7 +181,7 @@ class ForeverServer:
         try:
             while True:
                 self.pieces += 1
-                yield TextDelta("abcdefghij" * 10)
+                yield TextChunk("abcdefghij" * 10)
                 await asyncio.sleep(0)
         finally:
             self.closed = True

@@ -33,7 +33,7 @@ from twinny_magics.servers import (
     OpenAIChatServer,
     ProbeCache,
     ServerInfo,
-    TextDelta,
+    TextChunk,
     ToolCalls,
     Usage,
     connect,
@@ -52,7 +52,7 @@ def client_for(fake: object) -> httpx.AsyncClient:
 
 
 def text_of(events: list[ChatEvent]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
+    return "".join(e.text for e in events if isinstance(e, TextChunk))
 
 
 # --- the OpenAI-compatible route -----------------------------------------------------------------------
@@ -157,7 +157,7 @@ async def test_a_server_that_ignores_stream_and_answers_json_is_read() -> None:
         events = await collect(
             OpenAIChatServer(ServerInfo("http://h:1", "compatible"), client).stream(ChatRequest(HELLO))
         )
-    assert events == [TextDelta("Whole."), Usage(7, 2, None), Finish("stop")]
+    assert events == [TextChunk("Whole."), Usage(7, 2, None), Finish("stop")]
 
 
 async def test_a_refusal_mid_stream_from_litellm_is_prompt_too_long() -> None:
@@ -210,7 +210,7 @@ async def test_ollama_with_a_window_asked_uses_api_chat_with_num_ctx() -> None:
     request = ChatRequest(HELLO, max_tokens=30, temperature=0, num_ctx=8192, extra={"keep_alive": "5m"})
     async with client_for(fake) as client:
         events = await collect(OllamaChatServer(OLLAMA, client).stream(request))
-    assert events == [TextDelta("Hi"), Usage(12, 1, None), Finish("stop")]
+    assert events == [TextChunk("Hi"), Usage(12, 1, None), Finish("stop")]
     body = fake.bodies("/api/chat")[0]
     assert body["options"] == {"num_ctx": 8192, "num_predict": 30, "temperature": 0}
     assert body["keep_alive"] == "5m"
@@ -362,7 +362,7 @@ async def test_stopping_a_reply_closes_the_fakes_stream() -> None:
 
     async with client_for(answer) as client:
         stream = OpenAIChatServer(ServerInfo("http://h:1", "compatible"), client).stream(ChatRequest(HELLO))
-        assert isinstance(await anext(stream), TextDelta)
+        assert isinstance(await anext(stream), TextChunk)
         await stream.aclose()
     assert closed == [True]
 

@@ -17,7 +17,7 @@ from twinny_magics.servers import (
     OpenAIChatServer,
     ProbeCache,
     ServerInfo,
-    TextDelta,
+    TextChunk,
     Usage,
     probe_context_window,
     recognise_kind,
@@ -54,7 +54,7 @@ async def test_a_reply_streams_through_the_gateway_with_usage(gateway: RunningSe
     async with httpx.AsyncClient(trust_env=False) as client:
         server = OpenAIChatServer(gateway.info, client)
         events = await collect(server.stream(ChatRequest(HELLO, max_tokens=8, temperature=0)))
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)).strip()
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)).strip()
     usage = next(e for e in events if isinstance(e, Usage))
     assert usage.prompt_tokens is not None
     assert usage.prompt_tokens > 10

@@ -24,7 +24,7 @@ from twinny_magics.servers import (
     OpenAIChatServer,
     ProbeCache,
     ServerInfo,
-    TextDelta,
+    TextChunk,
     ToolCallDelta,
     ToolCalls,
     Usage,
@@ -93,7 +93,7 @@ async def test_a_real_streamed_reply_has_text_usage_and_a_finish(llama_server: R
     async with httpx.AsyncClient(trust_env=False) as client:
         server = OpenAIChatServer(llama_server.info, client)
         events = await collect(server.stream(ChatRequest(HELLO, max_tokens=12, temperature=0)))
-    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    text = "".join(e.text for e in events if isinstance(e, TextChunk))
     usage = [e for e in events if isinstance(e, Usage)]
     assert text.strip()
     assert len(usage) == 1
@@ -204,7 +204,7 @@ async def test_a_server_killed_mid_reply_is_a_stream_cut(disposable_llama_server
 
     with pytest.raises(StreamCut, match="dropped in the middle of the reply"):
         await read_and_kill_after_three_events()
-    assert all(isinstance(e, TextDelta) for e in seen)
+    assert all(isinstance(e, TextChunk) for e in seen)
 
 
 async def test_requests_right_after_a_streamed_reply_on_the_same_client_are_answered(
@@ -230,7 +230,7 @@ async def test_a_stopped_reply_closes_its_stream_and_the_next_is_answered(
     async with httpx.AsyncClient(trust_env=False) as client:
         server = OpenAIChatServer(llama_server.info, client)
         stream = server.stream(ChatRequest(HELLO, max_tokens=200))
-        assert isinstance(await anext(stream), TextDelta)
+        assert isinstance(await anext(stream), TextChunk)
         await stream.aclose()  # what the kernel's stop button does to the reply
         events = await collect(server.stream(ChatRequest(HELLO, max_tokens=4)))
     assert isinstance(events[-1], Finish)

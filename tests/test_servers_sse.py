@@ -16,7 +16,7 @@ from twinny_magics.servers import (
     OpenAIStreamParser,
     SSEDecoder,
     SSEEvent,
-    TextDelta,
+    TextChunk,
     ToolCallDelta,
     ToolCalls,
     Usage,
@@ -133,7 +133,7 @@ def test_sse_decoder_gives_the_same_events_whatever_the_line_ends(
 
 def test_a_streamed_reply_gives_text_usage_and_finish_in_order() -> None:
     events = parse(scripted_chat("Hello there."))
-    assert events == [TextDelta("Hello"), TextDelta(" there."), Usage(11, 2, None), Finish("stop")]
+    assert events == [TextChunk("Hello"), TextChunk(" there."), Usage(11, 2, None), Finish("stop")]
 
 
 def test_llama_cpp_usage_chunk_with_empty_choices_and_cached_tokens_is_read() -> None:
@@ -153,7 +153,7 @@ def test_llama_cpp_usage_chunk_with_empty_choices_and_cached_tokens_is_read() ->
         },
         "[DONE]",
     )
-    assert parse(body) == [TextDelta("Hi"), Usage(32, 8, 30), Finish("length")]
+    assert parse(body) == [TextChunk("Hi"), Usage(32, 8, 30), Finish("length")]
 
 
 def test_litellm_usage_chunk_with_an_empty_delta_is_read() -> None:
@@ -163,7 +163,7 @@ def test_litellm_usage_chunk_with_an_empty_delta_is_read() -> None:
         {"choices": [{"index": 0, "delta": {}}], "usage": {"prompt_tokens": 5, "completion_tokens": 1}},
         "[DONE]",
     )
-    assert parse(body) == [TextDelta("Hi"), Usage(5, 1, None), Finish("stop")]
+    assert parse(body) == [TextChunk("Hi"), Usage(5, 1, None), Finish("stop")]
 
 
 def _tool_stream(arguments: list[str], *, name: str = "grep") -> bytes:
@@ -236,7 +236,7 @@ def test_a_stream_that_stops_before_finishing_is_a_stream_cut() -> None:
 
 def test_a_finish_reason_without_done_counts_as_finished() -> None:
     body = sse({"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]})
-    assert parse(body) == [TextDelta("ok"), Finish("stop")]
+    assert parse(body) == [TextChunk("ok"), Finish("stop")]
 
 
 def test_a_data_line_that_is_not_json_is_malformed_and_named() -> None:
@@ -270,7 +270,7 @@ def test_an_error_sent_after_the_headers_is_raised_as_its_type() -> None:
 
 def test_nothing_after_done_is_read() -> None:
     body = sse({"choices": [{"index": 0, "delta": {"content": "ok"}}]}, "[DONE]") + b"data: {broken\n\n"
-    assert parse(body) == [TextDelta("ok"), Finish("stop")]
+    assert parse(body) == [TextChunk("ok"), Finish("stop")]
 
 
 def test_a_whole_completion_from_a_server_that_ignored_stream_is_read() -> None:
@@ -295,7 +295,7 @@ def test_a_whole_completion_from_a_server_that_ignored_stream_is_read() -> None:
         "usage": {"prompt_tokens": 20, "completion_tokens": 9},
     }
     events = OpenAIStreamParser().completion(json.dumps(body))
-    assert events[0] == TextDelta("Let me look.")
+    assert events[0] == TextChunk("Let me look.")
     assert next(e for e in events if isinstance(e, ToolCalls)).calls[0].arguments == {"pattern": "a"}
     assert events[-2:] == [Usage(20, 9, None), Finish("tool_calls")]
 
@@ -390,7 +390,7 @@ def test_ollama_stream_gives_text_tool_calls_usage_and_finish() -> None:
     )
     parser = OllamaStreamParser()
     events = [e for i in range(0, len(body), 5) for e in parser.feed(body[i : i + 5])] + parser.finish()
-    assert events[0] == TextDelta("Looking")
+    assert events[0] == TextChunk("Looking")
     assert events[1] == ToolCallDelta(index=0, arguments='{"pattern": "x"}', name="grep", id=None)
     calls = events[2]
     assert isinstance(calls, ToolCalls)

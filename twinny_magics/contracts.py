@@ -9,7 +9,7 @@ or a server's adapter, so the loop, the session and the display can depend on it
   server without it is taken as one that cannot (the HTTP adapters in ``servers``, the scripted servers
   and a test's fakes all fit, with as many capabilities as they have).
 - The request and the events a reply streams as (``ChatRequest``, ``ChatEvent``): pure data, the
-  adapters do the I/O. A reply streams as ``TextDelta* , ToolCallDelta* , [ToolCalls] , [Usage] ,
+  adapters do the I/O. A reply streams as ``TextChunk* , ToolCallDelta* , [ToolCalls] , [Usage] ,
   Finish``; ``Finish`` is always last and only sent when the server finished the reply (a stream that
   stops before raises ``StreamCut``, so "no Finish" never has to be checked).
 - The toolset (``Toolset``): the definitions offered and a way to run a call; optionally a head start
@@ -59,8 +59,9 @@ class ChatRequest:
 
 
 @dataclass(frozen=True)
-class TextDelta:
-    """A piece of the reply's text."""
+class TextChunk:
+    """A piece of the reply's text as the server streamed it: raw, call markers and all (the loop shows
+    the reader what of it is not a call as :class:`~twinny_magics.events.TextDelta`, with its step)."""
 
     text: str
 
@@ -109,7 +110,7 @@ class Finish:
     reason: str | None
 
 
-ChatEvent = TextDelta | ToolCallDelta | ToolCalls | Usage | Finish
+ChatEvent = TextChunk | ToolCallDelta | ToolCalls | Usage | Finish
 
 
 @runtime_checkable

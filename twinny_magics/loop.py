@@ -1,5 +1,9 @@
 """The tool loop of one reply: ask the window, plan, fit, request, parse, run tools, repeat.
 
+Weighing each request (the estimate, the server's counts, the trim target, the fit, and the re-fit after a
+too-long refusal) is :mod:`~twinny_magics.weighing`'s, a unit beside the loop: a step here weighs its
+request, records it, tells of it and streams it.
+
 The loop knows nothing of how a reply is shown: it emits :mod:`~twinny_magics.events` to a callback. It
 takes a model server and a toolset through the protocols of :mod:`~twinny_magics.contracts` (what only
 some servers or toolsets can do is asked with ``isinstance`` against a capability there), so a test hands
@@ -26,19 +30,12 @@ from .budget import (
     Fit,
     PromptCounter,
     TokenEstimator,
-    chars_that_fit,
     cut_result,
-    fit,
-    plan_context,
-    request_chars,
-    trim_target,
-    trimmed_stub,
 )
 from .contracts import (
     Addressed,
     Closes,
     ContinuesPrefill,
-    CountsPrompts,
     DescribesModel,
     EventSink,
     FitsWindow,
@@ -47,7 +44,6 @@ from .contracts import (
     ModelServer,
     Named,
     TakesTools,
-    Tokenizes,
     ToolEffects,
     ToolOutcome,
     Toolset,
@@ -67,7 +63,6 @@ from .events import (
     Step,
     TextDelta,
     UsageReported,
-    WindowShare,
 )
 from .modes import LEARNED_MODES, ModeChoice, ModeLearner, ModeMemory, describe
 from .notes import (
@@ -87,6 +82,7 @@ from .protocol.schema import example_call, format_call
 from .redact import mask_value
 from .retrieval import HEAD_START_LEAD, HEAD_START_TOOL, query_terms
 from .text_tokens import FAMILY_WEIGHTS, TextTokens, family_weights, tokenizer_family
+from .weighing import Weighed, Weighing
 
 #: ``auto``: native where the server takes tools, until the model's first replies show it calls them as
 #: text (see ``modes``); ``native``/``text``: always that.
@@ -99,8 +95,6 @@ ModeSetting = Literal["auto", "native", "text"]
 GrammarSetting = Literal["auto", "off", "lazy", "answer-or-call", "call-first"]
 
 DEFAULT_STEPS: int = DEFAULTS["steps"]
-#: How long a window named by a too-long refusal overrides the probe (the probe caches its answer 30 s).
-WINDOW_CAP_SECONDS = 30.0
 MAX_CALLS_PER_REPLY = 8
 #: The key of the head start's pseudo-call in the events (a call of step 0).
 HEAD_START_KEY = "0.start"
@@ -185,12 +179,8 @@ class Loop:
         if (named := tokenizer_family(server.model)) is not None:
             self.family = (named, "the model's name")
         self._family_asked = False
-        #: Whether the server counts tokens exactly (llama.cpp's /tokenize); None until asked.
-        self.tokenize_works: bool | None = None
         #: Set when the server refused a grammar: none is sent again in this session.
         self.grammar_refused = False
-        #: A smaller window a too-long refusal named, and until when it overrides the (cached) probe.
-        self.window_cap: tuple[int, float] | None = None
         #: Set once the session has been warned that its API key goes over plain http.
         self.key_warned = False
         self.settings = settings or LoopSettings()
@@ -207,6 +197,8 @@ class Loop:
         self._start_mode(mode)
         self.window: int | None = None
         self.plan: ContextPlan | None = None
+        #: Estimating, counting and fitting each request (see ``weighing``).
+        self.weighing = Weighing(self)
 
     # -- how tools are offered ---------------------------------------------------------------------
 
@@ -239,7 +231,7 @@ class Loop:
         self.mode, self.mode_choice, self.learner = choice.mode, choice, None
         self.memory.remember(self.server_key, choice)
 
-    # -- what a request weighs ---------------------------------------------------------------------
+    # -- what a request carries --------------------------------------------------------------------
 
     def grammar_setting(self) -> GrammarSetting:
         """The grammar setting in force for the next request: ``off`` where none applies (a mode or a
@@ -287,35 +279,11 @@ class Loop:
             )
         return system(self.settings.system_prompt)
 
-    def _request_tools(self, last: bool) -> list[dict[str, Any]] | None:
+    def request_tools(self, last: bool) -> list[dict[str, Any]] | None:
+        """The tool definitions a request offers natively (none in text mode, none on the closing request)."""
         if last or self.mode == "text":
             return None
         return self.tools.definitions()
-
-    def count(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None) -> int:
-        """Estimated tokens of a request with these messages and tools."""
-        return self.counter.count(render(list(messages), self.mode), tools)
-
-    async def count_first_request(
-        self, messages: Sequence[Message], tools: list[dict[str, Any]] | None
-    ) -> None:
-        """Where the server can count a whole prompt (llama.cpp), anchor the very first estimate on it.
-
-        Without an earlier count, a template's own markup and whether it renders the tool definitions at
-        all (SmolLM2's does not: the estimate was 9x the real count) can only be guessed.
-        """
-        await self.learn_model_family()
-        if not isinstance(self.server, CountsPrompts) or self.tokenize_works is False:
-            return
-        rendered = render(list(messages), self.mode)
-        try:
-            exact = await self.server.count_prompt_tokens(
-                wire.ChatRequest(messages=rendered, tools=tools, model=self.server.model)
-            )
-        except ServerError:
-            return
-        if exact:
-            self.counter.observe(rendered, tools, exact)
 
     async def learn_model_family(self) -> None:
         """Once, before the first request: when the model's name does not tell its tokenizer family (a
@@ -333,37 +301,6 @@ class Loop:
         if family is not None:
             self.counter.text = TextTokens(FAMILY_WEIGHTS[family])
             self.family = (family, "the server's description of the model")
-
-    async def learn_exact_counts(
-        self, messages: Sequence[Message], tools: list[dict[str, Any]] | None
-    ) -> None:
-        """Ask the server for the exact tokens of each text not counted yet, where it can tokenize."""
-        server = self.server
-        if self.tokenize_works is False or not isinstance(server, Tokenizes):
-            return
-        for text in self.counter.unknown_texts(render(list(messages), self.mode), tools):
-            try:
-                count = await server.tokenize(text)
-            except ServerError:
-                return  # a passing fault: the estimate falls back to the ratio for these texts
-            if count is None:
-                self.tokenize_works = False
-                return
-            self.tokenize_works = True
-            self.counter.exact[text] = count
-
-    def _share(
-        self, messages: Sequence[Message], tools: list[dict[str, Any]] | None, plan: ContextPlan
-    ) -> WindowShare:
-        system_part = [m for m in messages if m.role == "system"]
-        results = [m for m in messages if m.result is not None]
-        history = [m for m in messages if m.role != "system" and m.result is None]
-        return WindowShare(
-            system=self.count(system_part, tools),
-            history=self.count(history, None),
-            results=self.count(results, None),
-            reply=plan.reply,
-        )
 
     @property
     def secret(self) -> str | None:
@@ -636,15 +573,8 @@ class _Run:
     async def _plan(self) -> ContextPlan:
         """Ask the window (the server caches its answer) and plan it; warn once when it is small."""
         loop = self.loop
-        window = await loop.server.context_window()
-        if loop.window_cap is not None:
-            cap, until = loop.window_cap
-            if time.monotonic() < until:
-                window = min(window, cap)
-            else:
-                loop.window_cap = None
-        loop.window = window
-        loop.plan = plan = plan_context(window, loop.estimator.ratio, loop.settings.head_start_share)
+        window = loop.weighing.window(await loop.server.context_window())
+        plan = loop.weighing.plan(window)
         warning = _small_window_warning(window, loop.server.kind)
         left_out = loop.tools.fit_window(window) if isinstance(loop.tools, FitsWindow) else []
         if (warning or left_out) and not self.warned:
@@ -661,76 +591,27 @@ class _Run:
     async def _request(
         self, step: int, last: bool, messages: list[Message], plan: ContextPlan
     ) -> tuple[list[Message], str, list[ToolCall], list[str]]:
-        """Fit and send one request; return the (trimmed) messages, the text, the calls and problems."""
+        """Weigh and send one request; return the (trimmed) messages, the text, the calls and problems."""
         loop = self.loop
-        tools = loop._request_tools(last)
         outgoing = with_closing_prompt(messages, loop.settings.closing_prompt) if last else list(messages)
-
-        def count(ms: Sequence[Message]) -> int:
-            return loop.count(ms, tools)
-
-        await loop.learn_exact_counts(outgoing, tools)
-        if not loop.counter.anchored:
-            await loop.count_first_request(outgoing, tools)
-        target = plan.target
-        if count(outgoing) > plan.limit:
-            target = trim_target(plan, count(_seen_stubbed(outgoing)))
-        fitted = fit(outgoing, plan.limit, target, count)
-        if fitted.trims:
-            # The stubs are new text: count them too, then make sure the exact total still fits.
-            await loop.learn_exact_counts(fitted.messages, tools)
-            refit = fit(fitted.messages, plan.limit, target, count)
-            fitted = replace(refit, trims=fitted.trims + refit.trims, estimate_before=fitted.estimate_before)
-        record = RequestRecord(
-            step=step,
-            mode=loop.mode,
-            window=plan.window,
-            limit=plan.limit,
-            target=target,
-            estimated_tokens=fitted.estimate,
-            chars=request_chars(fitted.messages, loop.mode, tools),
-            trimmed=len(fitted.trims),
-            last=last,
-        )
+        weighed = await loop.weighing.weigh(outgoing, loop.request_tools(last), plan)
+        record = weighed.record(step, last)
         self.reply.requests.append(record)
-        self._trimmed(step, fitted)
-        if fitted.over_limit:
-            self.notice(
-                "warning",
-                f"Even with every result trimmed, this request is estimated at {fitted.estimate:,} tokens, "
-                f"over the limit of {plan.limit:,}. The question or the system prompt may be too long.",
-            )
-        share = loop._share(fitted.messages, tools, plan)
-        self.emit(RequestStarted(step, last, loop.mode, plan.window, plan, fitted.estimate, share))
+        self._announce(record, weighed)
         try:
-            text, calls = await self._stream(render(fitted.messages, loop.mode), tools, plan, record)
+            text, calls = await self._stream(
+                render(weighed.messages, loop.mode), weighed.tools, weighed.plan, record
+            )
         except PromptTooLong as error:
-            # The server counted more than we estimated: learn its count, trim to target, retry once.
-            if error.prompt_tokens:
-                loop.counter.observe(render(fitted.messages, loop.mode), tools, error.prompt_tokens)
-            if error.window and error.window < plan.window:
-                # The server holds less than it said a moment ago (restarted with a smaller window): plan
-                # for the window it names, and keep to it until the probe's answer has expired.
-                loop.window_cap = (error.window, time.monotonic() + WINDOW_CAP_SECONDS)
-                loop.window = error.window
-                loop.plan = plan = plan_context(
-                    error.window, loop.estimator.ratio, loop.settings.head_start_share
-                )
-                record.window, record.limit, record.target = plan.window, plan.limit, plan.target
-                if isinstance(loop.tools, FitsWindow) and loop.tools.fit_window(error.window):
-                    # Tools the smaller window goes without leave the request (and text mode's prompt).
-                    tools = loop._request_tools(last)
-                    fitted = replace(fitted, messages=[loop.system_message(), *fitted.messages[1:]])
-            fitted = fit(fitted.messages, -1, plan.target, count)
+            weighed = loop.weighing.refit_refused(weighed, error, record)
             record.retried = "too long"
-            record.trimmed += len(fitted.trims)
-            record.estimated_tokens = fitted.estimate
-            record.chars = request_chars(fitted.messages, loop.mode, tools)
-            self._trimmed(step, fitted)
+            self._trimmed(step, weighed.fitted)
             self.notice(
                 "fallback", f"The server refused the request as too long ({error}); trimmed and retried."
             )
-            text, calls = await self._stream(render(fitted.messages, loop.mode), tools, plan, record)
+            text, calls = await self._stream(
+                render(weighed.messages, loop.mode), weighed.tools, weighed.plan, record
+            )
         except ToolHistoryRefused as error:
             if not last:
                 raise
@@ -739,10 +620,10 @@ class _Run:
                 "fallback", f"The server refused tool history without tools ({error}); re-said it as text."
             )
             record.retried = "tool history"
-            text, calls = await self._stream(render(fitted.messages, "text"), None, plan, record)
+            text, calls = await self._stream(render(weighed.messages, "text"), None, plan, record)
         # The trims stay in the conversation (trimming afresh each step would also throw away the server's
         # prompt cache for nothing); the closing prompt does not, but the last request ends the reply anyway.
-        kept = messages if last else fitted.messages
+        kept = messages if last else weighed.messages
         native_calls, native_problems = calls
         self.native_reply = loop.mode == "native" and bool(native_calls or native_problems)
         if self.native_reply:
@@ -750,6 +631,20 @@ class _Run:
         # Text mode, or a native reply that wrote its call as prose (some models do; servers pass it on).
         parsed = protocol.parse_reply(text, loop.tools.definitions())
         return kept, text, list(parsed.calls), list(parsed.problems)
+
+    def _announce(self, record: RequestRecord, weighed: Weighed) -> None:
+        """Tell what weighing a request found: its trims, a request over the limit however trimmed, and
+        the request itself, with how it shares the window out."""
+        loop, fitted, plan, step = self.loop, weighed.fitted, weighed.plan, record.step
+        self._trimmed(step, fitted)
+        if fitted.over_limit:
+            self.notice(
+                "warning",
+                f"Even with every result trimmed, this request is estimated at {fitted.estimate:,} tokens, "
+                f"over the limit of {plan.limit:,}. The question or the system prompt may be too long.",
+            )
+        share = loop.weighing.share(fitted.messages, weighed.tools, plan)
+        self.emit(RequestStarted(step, record.last, weighed.mode, plan.window, plan, fitted.estimate, share))
 
     async def _stream(
         self,
@@ -815,7 +710,7 @@ class _Run:
             async for chunk in stream:
                 if record.first_token_seconds is None and not isinstance(chunk, wire.Usage | wire.Finish):
                     record.first_token_seconds = round(time.monotonic() - sent, 3)
-                if isinstance(chunk, wire.TextDelta):
+                if isinstance(chunk, wire.TextChunk):
                     text = chunk.text
                     if len(text) > reading.room:
                         text, reading.cut = text[: reading.room], True
@@ -893,23 +788,12 @@ class _Run:
     ) -> None:
         """A continued request's own prompt count, asked of the server; the reply's tokens from both."""
         loop = self.loop
-        rendered, tools = counted
-        server = loop.server
-        prompt: int | None = None
-        if isinstance(server, CountsPrompts) and loop.tokenize_works is not False:
-            try:
-                prompt = await server.count_prompt_tokens(
-                    wire.ChatRequest(messages=rendered, tools=tools, model=loop.server.model)
-                )
-            except ServerError:
-                prompt = None
+        prompt = await loop.weighing.server_count(*counted)  # which teaches the estimate
         usage = reading.usage
         record.prompt_tokens = prompt
         if usage is not None and usage.prompt_tokens and usage.completion_tokens is not None and prompt:
             # The prefill was the model's own text: the reply's tokens are its and the continuation's.
             record.completion_tokens = usage.prompt_tokens - prompt + usage.completion_tokens
-        if prompt:
-            loop.counter.observe(rendered, tools, prompt)
         self.emit(
             UsageReported(
                 record.step,
@@ -993,7 +877,9 @@ class _Run:
             if dropped and not native:
                 output += "\n(Only the first call in your message ran: write one call per message.)"
             shown, left_out = cut_result(output, plan.result_chars)
-            room = await self._room_for(call, step, shown, before=before, added=added, plan=plan)
+            room = await loop.weighing.room_for_result(
+                call, step, shown, before=before, added=added, plan=plan
+            )
             if room < len(shown):
                 shown, left_out = cut_result(output, room)
             result = ToolResult(
@@ -1025,34 +911,6 @@ class _Run:
                 "warning", f"The model asked for {len(calls)} calls at once; {len(dropped)} were not run."
             )
         return added
-
-    async def _room_for(
-        self,
-        call: ToolCall,
-        step: int,
-        shown: str,
-        *,
-        before: Sequence[Message],
-        added: Sequence[Message],
-        plan: ContextPlan,
-    ) -> int:
-        """Characters of a new result the next request can show the model.
-
-        All of it when the request stays under the limit (nothing is trimmed), or when trimming older
-        results makes room for it. Otherwise trimming would take it too, in the very request that
-        brings it: then as much as fits beside everything else trimmed.
-        """
-        loop = self.loop
-        probe = tool_result(ToolResult(call, shown, step))
-        await loop.learn_exact_counts([probe], None)
-        tools = loop._request_tools(False)
-        if loop.count([*before, *added, probe], tools) <= plan.limit:
-            return len(shown)
-        empty = tool_result(ToolResult(call, "", step))
-        tokens = loop.count([probe], None) - loop.count([empty], None)
-        rest = [_stubbed(m) for m in before] + [*added, empty]
-        room = plan.target - loop.count(rest, tools)
-        return chars_that_fit(shown, tokens, room, len(shown))
 
     def _repeat_of(self, call: ToolCall) -> str | None:
         """What to tell the model instead of running a call it already made in this reply, or None."""
@@ -1155,20 +1013,6 @@ def about_the_question(problem: str, question: str) -> str:
 
 def _refuses_grammar(error: ServerError) -> bool:
     return error.status == 400 and "grammar" in f"{error} {error.body or ''}".lower()
-
-
-def _seen_stubbed(messages: Sequence[Message]) -> list[Message]:
-    """``messages`` with every result the model has seen trimmed: the newest step's results stay whole."""
-    newest = max((m.result.step for m in messages if m.result is not None), default=0)
-    return [_stubbed(m) if m.result is not None and m.result.step < newest else m for m in messages]
-
-
-def _stubbed(message: Message) -> Message:
-    """``message`` as the deepest trimming would leave it (a result becomes its stub)."""
-    result = message.result
-    if result is None or result.trimmed:
-        return message
-    return message.with_result(replace(result, output=trimmed_stub(result.output), trimmed=True))
 
 
 def _signature(call: ToolCall) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from twinny_magics.protocol.gemma import (
 from twinny_magics.protocol.markers import FUNCTION, GEMMA, MARKERS, MISTRAL, tag_markers, tag_pattern
 from twinny_magics.protocol.scan import TextScan, call_arguments, decode_lenient, skip_ws
 from twinny_magics.protocol.schema import (
-    ToolSpec,
+    OfferedTool,
     coerce_text,
     coerce_value,
     example_call,
@@ -93,7 +93,7 @@ class Read:
 class DialectReader:
     """The readers for every dialect, over one text and one set of offered tools."""
 
-    def __init__(self, text: str, specs: dict[str, ToolSpec]) -> None:
+    def __init__(self, text: str, specs: dict[str, OfferedTool]) -> None:
         self.text = text
         self.n = len(text)
         self.specs = specs
@@ -545,7 +545,7 @@ class DialectReader:
         name = raw_name.strip()
         if not name or len(name) > 128 or _BAD_NAME.search(name):
             return self._format(pos, f"{name[:60]!r} is not a tool name")
-        spec: ToolSpec | None = None
+        spec: OfferedTool | None = None
         if self.specs:
             resolved = resolve_name(name, self.specs)
             if resolved is None:

@@ -19,7 +19,7 @@ from twinny_magics.errors import CallFormatError, ModelFeedback, UnknownTool
 from twinny_magics.protocol.dialects import HSPACE, DialectReader, Problem, Read
 from twinny_magics.protocol.markers import fence_languages, function_pattern, tag_markers, tag_pattern
 from twinny_magics.protocol.scan import skip_ws
-from twinny_magics.protocol.schema import ToolSpec, tool_specs
+from twinny_magics.protocol.schema import OfferedTool, tool_specs
 
 _MASTER_PARTS = (
     r"(?P<fence>^[ \t]{0,3}`{3,})",
@@ -73,7 +73,7 @@ def parse_tool_calls(text: str, tools: list[dict[str, Any]] | None = None) -> li
     return parse_reply(text, tools).calls
 
 
-def _master_pattern(specs: dict[str, ToolSpec]) -> re.Pattern[str]:
+def _master_pattern(specs: dict[str, OfferedTool]) -> re.Pattern[str]:
     if not specs:
         return _PLAIN_MASTER
     names = "|".join(re.escape(name) for name in sorted(specs, key=len, reverse=True))
@@ -85,7 +85,7 @@ def _master_pattern(specs: dict[str, ToolSpec]) -> re.Pattern[str]:
 class _Reader(DialectReader):
     """One pass over a reply: where calls may start, which count there, and what is left as content."""
 
-    def __init__(self, text: str, specs: dict[str, ToolSpec]) -> None:
+    def __init__(self, text: str, specs: dict[str, OfferedTool]) -> None:
         super().__init__(text, specs)
         self.calls: list[ToolCall] = []
         self.problems: dict[int, Problem] = {}

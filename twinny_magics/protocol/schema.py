@@ -35,8 +35,10 @@ _NULL = frozenset({"null", "none", "nil"})
 
 
 @dataclass(frozen=True)
-class ToolSpec:
-    """One offered tool: its name, description and parameters in the order the schema lists them."""
+class OfferedTool:
+    """One offered tool as its definition says: its name, description and parameters in the order the
+    schema lists them. Read from any toolset's definitions (the registry's ``ToolSpec`` is how the
+    package's own tools are declared, and builds their definitions)."""
 
     name: str
     description: str = ""
@@ -50,9 +52,9 @@ class ToolSpec:
         return f"{self.name} {{{args}}}"
 
 
-def tool_specs(tools: list[dict[str, Any]] | None) -> dict[str, ToolSpec]:
+def tool_specs(tools: list[dict[str, Any]] | None) -> dict[str, OfferedTool]:
     """The offered tools by name; an empty dict when none are given."""
-    specs: dict[str, ToolSpec] = {}
+    specs: dict[str, OfferedTool] = {}
     entries: list[Any] = list(tools or [])  # the list is data: an odd entry is skipped, not trusted
     for tool in entries:
         if not isinstance(tool, dict):
@@ -71,7 +73,7 @@ def tool_specs(tools: list[dict[str, Any]] | None) -> dict[str, ToolSpec]:
         )
         required = parameters.get("required") if isinstance(parameters, dict) else None
         description = fn.get("description")
-        specs[name] = ToolSpec(
+        specs[name] = OfferedTool(
             name=name,
             description=description if isinstance(description, str) else "",
             params=tuple(schemas),
@@ -83,7 +85,7 @@ def tool_specs(tools: list[dict[str, Any]] | None) -> dict[str, ToolSpec]:
     return specs
 
 
-def resolve_name(raw: str, specs: dict[str, ToolSpec]) -> str | None:
+def resolve_name(raw: str, specs: dict[str, OfferedTool]) -> str | None:
     """The offered tool a written name means, or None when it means none of them."""
     if raw in specs:
         return raw
@@ -209,7 +211,7 @@ def sample_value(schema: dict[str, Any]) -> Any:
     return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(kind or "", "...")
 
 
-def example_call(spec: ToolSpec | None) -> ToolCall:
+def example_call(spec: OfferedTool | None) -> ToolCall:
     """A well-formed call of ``spec`` (or of the canonical grep) to show the model how to write one."""
     if spec is None or (spec.name == "grep" and "pattern" in spec.params):
         return ToolCall("grep", {"pattern": "createServer"})
@@ -217,7 +219,7 @@ def example_call(spec: ToolSpec | None) -> ToolCall:
     return ToolCall(spec.name, {p: sample_value(spec.schemas.get(p, {})) for p in names})
 
 
-def preferred_example(specs: dict[str, ToolSpec]) -> ToolSpec | None:
+def preferred_example(specs: dict[str, OfferedTool]) -> OfferedTool | None:
     """The tool the protocol's examples use: grep when offered, else the first one."""
     if not specs:
         return None

@@ -21,7 +21,7 @@ import httpx
 
 from twinny_magics.servers.base import read_json
 from twinny_magics.servers.numbers import window_size
-from twinny_magics.servers.wire import make_sync_client, send, send_sync, shared_ssl_context
+from twinny_magics.servers.wire import bearer, make_sync_client, send, send_sync, shared_ssl_context
 
 T = TypeVar("T")
 
@@ -50,11 +50,6 @@ def ask(
     """One ask as steps: ``response = yield from ask("GET", url)``."""
     answers = yield [Ask(method, url, body, bearer(api_key), timeout)]
     return answers[0]
-
-
-def bearer(api_key: str | None) -> dict[str, str]:
-    """The Authorization header for ``api_key`` (none without one)."""
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 def json_of(response: httpx.Response | None) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from twinny_magics.contracts import ChatEvent, ChatRequest, Finish, TextDelta, ToolCallDelta, ToolCalls, Usage
+from twinny_magics.contracts import ChatEvent, ChatRequest, Finish, TextChunk, ToolCallDelta, ToolCalls, Usage
 from twinny_magics.conversation import ToolCall
 from twinny_magics.servers.numbers import json_int
 
@@ -18,7 +18,7 @@ __all__ = [
     "ChatEvent",
     "ChatRequest",
     "Finish",
-    "TextDelta",
+    "TextChunk",
     "ToolCallDelta",
     "ToolCalls",
     "Usage",

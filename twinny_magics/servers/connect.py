@@ -23,7 +23,6 @@ from twinny_magics.servers.kinds import (
     Kind,
     ServerInfo,
     plaintext_key_warning,
-    small_window_warning,
 )
 from twinny_magics.servers.ollama import OllamaChatServer
 from twinny_magics.servers.openai import OpenAIChatServer
@@ -133,10 +132,6 @@ class ConnectedServer:
             if warning:
                 return warning
         return None
-
-    def window_warning(self, window: int) -> str | None:
-        """The small-window warning for this server's kind, or None."""
-        return small_window_warning(window, self.kind)
 
     def _adapter(self, client: httpx.AsyncClient) -> OpenAIChatServer | OllamaChatServer:
         adapter = chat_server(self.info, client, self.timeout)

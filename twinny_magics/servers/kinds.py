@@ -1,6 +1,6 @@
 """Server kinds, their usual ports and default windows, and where a server lives (``ServerInfo``).
 
-Pure: no I/O. Recognising a kind by asking the server is in ``probe``.
+Pure: no I/O. Recognising a kind by asking the server is in ``recognise``; asking its window, in ``probe``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from twinny_magics.servers.base import (
     ChatEvent,
     ChatRequest,
     Finish,
-    TextDelta,
+    TextChunk,
     ToolCallDelta,
     Usage,
     build_tool_calls,
@@ -108,7 +108,7 @@ class OllamaStreamParser:
         if isinstance(message, dict):
             content = message.get("content")
             if isinstance(content, str) and content:
-                out.append(TextDelta(content))
+                out.append(TextChunk(content))
             calls = message.get("tool_calls")
             for call in calls if isinstance(calls, list) else []:
                 function = call.get("function") if isinstance(call, dict) else None

@@ -23,7 +23,7 @@ from twinny_magics.servers.base import (
     ChatEvent,
     ChatRequest,
     Finish,
-    TextDelta,
+    TextChunk,
     ToolCallDelta,
     Usage,
     build_tool_calls,
@@ -131,7 +131,7 @@ class OpenAIStreamParser:
         if isinstance(message, dict):
             content = message.get("content")
             if isinstance(content, str) and content:
-                out.append(TextDelta(content))
+                out.append(TextChunk(content))
             self._tool_call_pieces(message.get("tool_calls"), out)
         reason = choice.get("finish_reason")
         self._reason = reason if isinstance(reason, str) else "stop"
@@ -173,7 +173,7 @@ class OpenAIStreamParser:
             if isinstance(delta, dict):
                 content = delta.get("content")
                 if isinstance(content, str) and content:
-                    out.append(TextDelta(content))
+                    out.append(TextChunk(content))
                 self._tool_call_pieces(delta.get("tool_calls"), out)
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:

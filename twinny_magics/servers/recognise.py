@@ -20,7 +20,6 @@ from twinny_magics.servers.asking import (
     ProbeCache,
     Steps,
     ask,
-    bearer,
     dicts,
     json_of,
     run_async,
@@ -36,6 +35,7 @@ from twinny_magics.servers.kinds import (
     normalize_url,
     parse_kind,
 )
+from twinny_magics.servers.wire import bearer
 
 # Looking for a server on the usual local ports: a closed port refuses at once, so this only bounds a
 # port held by something that accepts and never answers.
@@ -243,19 +243,6 @@ def resolve_server(
 ) -> ServerInfo:
     """``ServerInfo`` for a server the user named: kind recognised, model picked when not given."""
     return run_sync(server_steps(base_url, model, kind, api_key, cache or DEFAULT_CACHE), client)
-
-
-async def aresolve_server(
-    base_url: str,
-    model: str | None = None,
-    kind: str | None = None,
-    *,
-    api_key: str | None = None,
-    client: httpx.AsyncClient | None = None,
-    cache: ProbeCache | None = None,
-) -> ServerInfo:
-    """``resolve_server`` on an async client."""
-    return await run_async(server_steps(base_url, model, kind, api_key, cache or DEFAULT_CACHE), client)
 
 
 def discover(

@@ -15,7 +15,7 @@ from typing import Any
 
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import PromptTooLong, ServerError, ToolHistoryRefused, ToolsRefused
-from twinny_magics.servers.base import ChatEvent, ChatRequest, Finish, TextDelta, Usage, build_tool_calls
+from twinny_magics.servers.base import ChatEvent, ChatRequest, Finish, TextChunk, Usage, build_tool_calls
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class ScriptedServer:
         for piece in _pieces(reply.text, self.chunk_size):
             if reply.delay:
                 await asyncio.sleep(reply.delay)
-            yield TextDelta(piece)
+            yield TextChunk(piece)
         if reply.calls or reply.raw_calls:
             parts = [(c.id, c.name, c.arguments_json()) for c in reply.calls]
             yield build_tool_calls(parts + list(reply.raw_calls))
@@ -164,7 +164,7 @@ class ReplayServer:
         if isinstance(reply, str):
             reply = Scripted(reply)
         if reply.text:
-            yield TextDelta(reply.text)
+            yield TextChunk(reply.text)
         if reply.calls:
             yield build_tool_calls([(c.id, c.name, c.arguments_json()) for c in reply.calls])
         yield usage or Usage(None, None)
