@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
+from typing import TypeVar
 
 import httpx
 
 from twinny_magics.errors import ModelNotFound, ServerError
-from twinny_magics.servers.asking import DEFAULT_CACHE, ProbeCache
+from twinny_magics.servers.asking import DEFAULT_CACHE, ProbeCache, Steps, run_async
 from twinny_magics.servers.base import ChatEvent, ChatRequest
 from twinny_magics.servers.embedded import DEFAULT_N_CTX, EmbeddedServer, start_embedded
 from twinny_magics.servers.kinds import (
@@ -26,12 +27,13 @@ from twinny_magics.servers.kinds import (
 )
 from twinny_magics.servers.ollama import OllamaChatServer
 from twinny_magics.servers.openai import OpenAIChatServer
-from twinny_magics.servers.probe import acontext_window, amodel_metadata
+from twinny_magics.servers.probe import model_metadata_steps, planned_window_steps
 from twinny_magics.servers.recognise import discover, resolve_server
 from twinny_magics.servers.refusals import hide_secret
 from twinny_magics.servers.wire import CHAT_TIMEOUT, make_client
 
 ClientFactory = Callable[[ServerInfo], httpx.AsyncClient]
+_T = TypeVar("_T")
 
 
 def chat_server(
@@ -101,27 +103,20 @@ class ConnectedServer:
         """The window to plan with: asked of the server (cached), else the kind's default."""
         if self.requested_window is not None and self.kind == "ollama":
             return self.requested_window
-        async with self._client_factory(self.info) as client:
-            window = await acontext_window(
-                self.info.base_url,
-                self.model,
-                self.kind,
-                api_key=self.info.api_key,
-                client=client,
-                cache=self._cache,
-            )
+        window = await self._asked(planned_window_steps)
         return min(window, self.requested_window) if self.requested_window else window
 
     async def model_metadata(self) -> dict[str, str]:
         """What the server says of the model that tells its tokenizer (Ollama, LM Studio, LiteLLM), or {}."""
+        return await self._asked(model_metadata_steps)
+
+    async def _asked(
+        self, steps: Callable[[str, str | None, str | None, str | None, ProbeCache], Steps[_T]]
+    ) -> _T:
+        """Ask the server what ``steps`` ask (the probe's questions, cached in this server's cache)."""
         async with self._client_factory(self.info) as client:
-            return await amodel_metadata(
-                self.info.base_url,
-                self.model,
-                self.kind,
-                api_key=self.info.api_key,
-                client=client,
-                cache=self._cache,
+            return await run_async(
+                steps(self.info.base_url, self.model, self.kind, self.info.api_key, self._cache), client
             )
 
     @property
