@@ -11,6 +11,7 @@ session must answer.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import signal
 import threading
@@ -333,3 +334,24 @@ def test_the_stop_button_in_a_cell_says_stopped_and_the_next_cell_answers(
     with capture_output() as captured:
         ip.run_cell(f"%%agent {line}\nStill there?\n")
     assert HEALTHY in captured.stdout
+
+
+def test_the_reply_runs_in_the_context_of_the_cell_that_asked(server: HostileServer, tmp_path: Path) -> None:
+    # ipykernel keeps in context variables which cell an output belongs to; the reply's own thread starts
+    # with none, so without the cell's context a reply's outputs reach no cell (found in the browser).
+    cell_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("cell", default=None)
+    seen: list[str | None] = []
+    agent = Agent(server.url, model=MODEL, kind="llamacpp", workspace=tmp_path)
+
+    async def cell() -> Reply:
+        cell_var.set("cell 7")
+        return agent.run("Hello?", lambda event: seen.append(cell_var.get()))
+
+    loop = asyncio.new_event_loop()
+    try:
+        reply = loop.run_until_complete(cell())
+    finally:
+        loop.close()
+    assert reply.text == HEALTHY
+    assert seen
+    assert set(seen) == {"cell 7"}

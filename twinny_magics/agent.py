@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -54,6 +55,9 @@ class _Worker:
 
     def __init__(self, answer: Callable[[], Coroutine[Any, Any, Reply]]) -> None:
         self._answer = answer
+        # The task runs in the context of the thread that made the worker (the cell's): ipykernel keeps in
+        # context variables which cell an output belongs to, and a new thread starts with none of them.
+        self._context = contextvars.copy_context()
         self._gate = threading.Lock()
         self._stopped = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -73,7 +77,7 @@ class _Worker:
                     return
                 self._loop = asyncio.new_event_loop()
                 asyncio.set_event_loop(self._loop)
-                self._task = self._loop.create_task(self._answer())
+                self._task = self._loop.create_task(self._answer(), context=self._context)
             try:
                 self.reply = self._loop.run_until_complete(self._task)
             except BaseException as error:
