@@ -297,7 +297,7 @@ class Agent:
             cast("PendingChange", edit)
             for reply in self.replies
             for edit in reply.pending
-            if str(getattr(edit, "status", "pending")) == "pending"
+            if edit.status == "pending"
         ]
 
     def settle(self, numbers: Sequence[int] | None = None, *, apply: bool) -> list[str]:
@@ -503,10 +503,14 @@ class Agent:
             self._record(reply)
         return reply
 
+    def _kept(self, reply: Reply) -> bool:
+        """Whether ``reply`` is in the session already."""
+        return any(kept is reply for kept in self.replies)
+
     def _record(self, reply: Reply) -> None:
         """Keep ``reply`` in the session, once (a stopped reply may be recorded by either thread)."""
         with self._recording:
-            if any(kept is reply for kept in self.replies):
+            if self._kept(reply):
                 return
             self.replies.append(reply)
             for step in reply.steps:
@@ -536,7 +540,7 @@ class Agent:
         except KeyboardInterrupt:
             if worker.stop():
                 worker.done.wait(STOP_GRACE_SECONDS)
-            if not any(kept is reply for kept in self.replies):
+            if not self._kept(reply):
                 # Stopped before the reply's first step ran (or it did not wind down in time).
                 _mark_stopped(reply)
                 self._record(reply)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from twinny_magics.budget import DEEP_TARGET_PERCENT
 from twinny_magics.inert import inert
 from twinny_magics.usage import usage_line
 
@@ -179,7 +180,8 @@ _PLAN_ROWS = (
     ("target", "trimming goes down to this (65% of the limit)"),
     (
         "deep_target",
-        "or this deep (20%) while the newest step stays whole: fewer trims, the prompt cache kept",
+        f"or this deep ({DEEP_TARGET_PERCENT}%) while the newest step stays whole: fewer trims, "
+        "the prompt cache kept",
     ),
     ("result_chars", "one tool result is cut at this many characters"),
     ("notes_chars", "the notes of earlier turns take at most this many characters"),
