@@ -34,24 +34,30 @@ from estimator_corpus import build_corpus
 from run import plan_trajectories
 
 from twinny_magics.budget import DEEP_TARGET_PERCENT
+from twinny_magics.servers.openai import CACHE_REUSE_CHUNK
 
 RESULTS = Path(__file__).resolve().parent / "results_cache.json"
 #: Our loop with its own trimming, on the counting server (the full benchmark's OURS evaluates for real).
 OURS_COUNTED = Variant(f"ours (deep target {DEEP_TARGET_PERCENT}%)")
-VARIANTS = (UNBOUNDED, OURS_COUNTED, SHALLOW)
 
 
-def bench(windows: Sequence[int]) -> dict[str, Any]:
-    """Run the three policies at each window; the summary per window and policy."""
+def reusing(chunk: int) -> Variant:
+    """Ours on a llama.cpp server that reuses runs of ``chunk`` tokens past a trim (so: to 65%)."""
+    return Variant(f"ours, llama.cpp n_cache_reuse {chunk}", reuse=chunk)
+
+
+def bench(windows: Sequence[int], chunks: Sequence[int] = (CACHE_REUSE_CHUNK,)) -> dict[str, Any]:
+    """Run the policies at each window; the summary per window and policy."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="twinny-bench-cache-") as temp:
         root = Path(temp) / "workspace"
         root.mkdir()
         files = build_workspace(root, build_corpus())
         plan = plan_trajectories(root, files, quick=False)
+        variants = (UNBOUNDED, OURS_COUNTED, SHALLOW, *(reusing(chunk) for chunk in chunks))
         for window in windows:
             result = bench_window(
-                window, plan[window], workspace=root, work=Path(temp), variants=VARIANTS, progress=print
+                window, plan[window], workspace=root, work=Path(temp), variants=variants, progress=print
             )
             floor = None
             for name, runs in result.runs.items():
@@ -81,13 +87,13 @@ def table(summary: dict[str, Any]) -> str:
     """Fresh tokens per step, against keep-everything, per window and policy."""
     lines = [
         "Prompt cache: tokens read afresh per step (prompt - cached), against a loop that never trims",
-        f"{'window':>6} {'trimming':<36} {'req':>4} {'refused':>7} {'fresh/step':>10} {'re-read':>8} "
+        f"{'window':>6} {'trimming':<44} {'req':>4} {'refused':>7} {'fresh/step':>10} {'re-read':>8} "
         f"{'× keep-all':>10} {'fill':>6} {'trim events':>11} {'unseen':>6}",
     ]
     for window, by in summary.items():
         for name, s in by.items():
             lines.append(
-                f"{window:>6} {name:<36} {s['requests']:>4} {s['refused']:>7} {s['fresh_per_step']:>10.1f} "
+                f"{window:>6} {name:<44} {s['requests']:>4} {s['refused']:>7} {s['fresh_per_step']:>10.1f} "
                 f"{s['reevaluated_tokens']:>8} {s['times_floor']:>10.2f} {s['fill']:>6.1%} "
                 f"{s['trim_events']:>11} {s['unseen_trims']:>6}"
             )
@@ -109,14 +115,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--windows", default="2048,4096,8192,32768", help="comma-separated windows")
+    parser.add_argument(
+        "--chunks",
+        default=str(CACHE_REUSE_CHUNK),
+        help="comma-separated n_cache_reuse sizes to model (the package sends %(default)s)",
+    )
     parser.add_argument("--no-store", action="store_true", help=f"do not write {RESULTS.name}")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    summary = bench([int(w) for w in args.windows.split(",")])
+    chunks = [int(c) for c in args.chunks.split(",")]
+    summary = bench([int(w) for w in args.windows.split(",")], chunks)
     print(table(summary))
     entry = {
         "commit": _commit(),
         "deep_target_percent": DEEP_TARGET_PERCENT,
+        "n_cache_reuse": chunks,
         "seconds": round(time.perf_counter() - started, 1),
         "windows": summary,
     }

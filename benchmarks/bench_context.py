@@ -59,6 +59,8 @@ from twinny_magics.budget import (
     message_text,
     tools_chars,
     trim,
+    trimmed_note,
+    with_note,
 )
 from twinny_magics.conversation import Message, Mode, ToolCall
 from twinny_magics.errors import PromptTooLong
@@ -398,12 +400,41 @@ def common_prefix(first: Sequence[int], second: Sequence[int]) -> int:
     return shared
 
 
+def cache_reused(cache: Sequence[int], prompt: Sequence[int], chunk: int) -> int:
+    """The tokens of ``prompt`` a llama.cpp server with ``cache`` cached does not read again.
+
+    ``chunk`` 0: the common prefix. Otherwise llama.cpp's ``n_cache_reuse``: past the common prefix, the
+    server looks further on in its cache for the prompt's next tokens; a run of at least ``chunk``
+    matching tokens is shifted into place and reused, and the search goes on after it (the cache only
+    forward, the prompt only past a reused run: text the cache never held stops it).
+    """
+    reused = common_prefix(cache, prompt)
+    if chunk <= 0:
+        return reused
+    at_cache = at_prompt = reused
+    while at_cache < len(cache) and at_prompt < len(prompt):
+        run = 0
+        while (
+            at_cache + run < len(cache)
+            and at_prompt + run < len(prompt)
+            and cache[at_cache + run] == prompt[at_prompt + run]
+        ):
+            run += 1
+        if run >= chunk:
+            reused += run
+            at_cache += run
+            at_prompt += run
+        else:
+            at_cache += 1
+    return reused
+
+
 @dataclass
 class Sent:
     """One HTTP request as the server saw it."""
 
     tokens: int  # the exact count (/apply-template + /tokenize)
-    cached_model: int  # the longest common prefix with the previous prompt the server read
+    cached_model: int  # what the server reuses of the previous prompt (see ``cache_reused``)
     #: Tokens of the messages the previous request also had (the rest is new): what a server that
     #: kept its cache whole would not evaluate again.
     old_tokens: int = 0
@@ -434,8 +465,10 @@ class BenchServer:
         evaluate: bool,
         window: int | None,
         tokenizes: bool = True,
+        reuse: int = 0,
     ) -> None:
         self.real = real
+        self.reuse = reuse
         self.exact = exact
         self.replies = list(replies)
         self.evaluate = evaluate
@@ -457,6 +490,11 @@ class BenchServer:
         """The real server's model."""
         return self.real.model
 
+    @property
+    def reuses_cache(self) -> bool:
+        """Whether the server reuses its cache past a trim (``reuse``; evaluating, the real server's say)."""
+        return self.real.reuses_cache if self.evaluate else self.reuse > 0
+
     async def context_window(self) -> int:
         """The real server's window (its /props)."""
         return await self.real.context_window()
@@ -473,7 +511,7 @@ class BenchServer:
         """Answer ``request`` with the next scripted reply, counted (and refused) by the real server."""
         counting = time.perf_counter()
         ids = self.exact.prompt_ids(request.messages, request.tools)
-        sent = Sent(len(ids), common_prefix(self._previous, ids), self._old_tokens(request, ids))
+        sent = Sent(len(ids), cache_reused(self._previous, ids, self.reuse), self._old_tokens(request, ids))
         sent.counting_seconds = time.perf_counter() - counting
         self.sent.append(sent)
         started = time.perf_counter()
@@ -618,6 +656,8 @@ def keep_everything(
     target: int,
     count: Callable[[Sequence[Message]], int],
     newest_step: int | None = None,
+    *,
+    last: bool = False,
 ) -> Fit:
     """The naive loop: never trims (the server refuses what does not fit)."""
     estimate = count(messages)
@@ -633,8 +673,11 @@ def to_share(share: float) -> FitFunction:
         target: int,
         count: Callable[[Sequence[Message]], int],
         newest_step: int | None = None,
+        *,
+        last: bool = False,
     ) -> Fit:
-        return fit(messages, limit, int(share * limit) if limit > 0 else target, count, newest_step)
+        goal = int(share * limit) if limit > 0 else target
+        return fit(messages, limit, goal, count, newest_step, last=last)
 
     return fitted
 
@@ -645,6 +688,8 @@ def newest_first(
     target: int,
     count: Callable[[Sequence[Message]], int],
     newest_step: int | None = None,
+    *,
+    last: bool = False,
 ) -> Fit:
     """Our three passes, but newest first within each: the prompt's prefix (and its cache) survives."""
     current = list(messages)
@@ -678,6 +723,9 @@ def newest_first(
                 Trim(index, result.step, result.call.name, len(result.output), len(done.output), number)
             )
             estimate = count(current)
+    if trims:
+        with_note(current, trimmed_note([t.step for t in trims], last=last))
+        estimate = count(current)
     return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
 
 
@@ -710,6 +758,8 @@ class Variant:
     counter: str = "ours"  # ours | fixed | previous | exact
     policy: str = "ours"  # ours | keep | newest | share:0.5 …
     bounded: bool = True  # False: a server that never refuses (the cost reference)
+    #: The modelled server's ``n_cache_reuse`` (0: it reuses the common prefix only; see ``cache_reused``).
+    reuse: int = 0
 
 
 OURS = Variant("ours (last count + /tokenize)", evaluate=True)
@@ -774,6 +824,7 @@ def run_variant(
         evaluate=variant.evaluate,
         window=window if variant.bounded else None,
         tokenizes=variant.tokenizes,
+        reuse=variant.reuse,
     )
     tools = Workspace(workspace, edits="review", commands="off")
     settings = LoopSettings(steps=len(trajectory.calls) + 1)

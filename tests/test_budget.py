@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from twinny_magics.budget import (
     MIN_FITTED_RESULT_CHARS,
-    TRIMMED_NOTE,
     ContextPlan,
     TokenEstimator,
     chars_that_fit,
@@ -19,7 +18,9 @@ from twinny_magics.budget import (
     fit,
     plan_context,
     request_chars,
+    trim,
     trim_target,
+    trimmed_note,
     trimmed_stub,
 )
 from twinny_magics.conversation import (
@@ -150,9 +151,29 @@ def test_cut_result_never_exceeds_its_size_and_keeps_a_prefix(text: str, max_cha
         assert cut == text
 
 
-def test_trimmed_stub_keeps_the_first_line_up_to_160_characters() -> None:
-    assert trimmed_stub("src/a.py:1: hello\nmore") == f"src/a.py:1: hello\n{TRIMMED_NOTE}"
-    assert trimmed_stub("y" * 300) == "y" * 160 + "\n" + TRIMMED_NOTE
+def test_trimmed_stub_is_the_start_of_the_first_line_and_nothing_else() -> None:
+    assert trimmed_stub("src/a.py:1: hello\nmore") == "src/a.py:1: hello"
+    assert trimmed_stub("y" * 300) == "y" * 160
+    # A long line is cut before a space (where a token ends), never past 160 characters.
+    line = " ".join(["word"] * 60)
+    stub = trimmed_stub(line + "\nmore")
+    assert line.startswith(stub)
+    assert len(stub) <= 160
+    assert line[len(stub)] == " "
+
+
+def test_a_trimmed_stub_is_a_prefix_of_the_result_so_the_trim_is_a_deletion() -> None:
+    for text in ("a\nb", "x" * 500, "first line here\n\nsecond", " ".join(["w"] * 200), "\nleading newline"):
+        assert text.startswith(trimmed_stub(text))
+
+
+def test_the_trimmed_note_names_the_steps_and_asks_for_a_tool_only_before_the_last_request() -> None:
+    assert trimmed_note([2, 1, 2]) == (
+        "[Results of steps 1, 2 trimmed to their first line. Run the tool again if you need one.]"
+    )
+    assert trimmed_note([0], last=True) == "[Results of the head start trimmed to their first line.]"
+    assert "the head start and step 3" in trimmed_note([3, 0])
+    assert "steps 1, 2, …, 9" in trimmed_note(range(1, 10))
 
 
 # -- fit ----------------------------------------------------------------------------------------------
@@ -195,7 +216,20 @@ def test_fit_trims_oldest_steps_first_and_stops_at_target() -> None:
     assert all(t.pass_number == 1 for t in done.trims)
     trimmed = [m.result for m in done.messages if m.result is not None and m.result.trimmed]
     assert [r.step for r in trimmed] == [1, 2, 3]
-    assert trimmed[0].output.endswith(TRIMMED_NOTE)
+    assert trimmed[0].output == "read_file result of step 1"
+    # Said once, at the end of the request that trimmed them (after the newest result's text).
+    newest = done.messages[-1].result
+    assert newest is not None
+    assert newest.output.endswith(
+        "[Results of steps 1, 2, 3 trimmed to their first line. Run the tool again if you need one.]"
+    )
+    assert (
+        sum(
+            "trimmed to their first line" in (m.result.output if m.result else m.content)
+            for m in done.messages
+        )
+        == 1
+    )
     assert trimmed[0].original is not None
     assert trimmed[0].original.startswith("read_file result of step 1")
 
@@ -248,30 +282,30 @@ def test_fit_reaches_target_when_it_can_and_trims_the_newest_step_last(sizes: li
         messages.append(result(step, size, "grep"))
     target = (65 * limit) // 100
     done = fit(messages, limit, target, chars_count)
+    newest = len(sizes)
     if chars_count(messages) <= limit:
         assert done.trims == ()
         return
     everything_trimmed = [
-        m.with_result(ToolResult(m.result.call, trimmed_stub(m.result.output), m.result.step, trimmed=True))
-        if m.result is not None and len(trimmed_stub(m.result.output)) < len(m.result.output)
-        else m
+        m.with_result(cut) if m.result is not None and (cut := trim(m.result)) is not None else m
         for m in messages
     ]
     if chars_count(everything_trimmed) <= target:
-        assert done.estimate <= target
-    newest = len(sizes)
-    for trim in done.trims:
-        if trim.step == newest:
-            assert trim.pass_number == 3
-        if trim.step == newest - 1:
-            assert trim.pass_number >= 2
+        # The trims reach the target; the note that says them comes after (it names at most every step).
+        note = TokenEstimator().tokens(len(trimmed_note(range(1, newest + 1))) + 1) + 1
+        assert done.estimate <= target + note
+    for made in done.trims:
+        if made.step == newest:
+            assert made.pass_number == 3
+        if made.step == newest - 1:
+            assert made.pass_number >= 2
     # Oldest first within a pass.
     for number in (1, 2, 3):
         steps = [t.step for t in done.trims if t.pass_number == number]
         assert steps == sorted(steps)
 
 
-def test_when_stubs_alone_overflow_old_steps_are_dropped_whole_and_said_in_one_line() -> None:
+def test_when_stubs_alone_overflow_old_steps_are_dropped_whole_and_said_at_the_end() -> None:
     messages = conversation(20, 600)  # twenty steps: even as stubs they overflow a small limit
     trimmed_everything = fit(messages, limit=-1, target=-1, count=chars_count, newest_step=None)
     smallest = chars_count([messages[0], messages[1], *trimmed_everything.messages[-2:]])
@@ -282,10 +316,17 @@ def test_when_stubs_alone_overflow_old_steps_are_dropped_whole_and_said_in_one_l
     dropped = sorted({t.step for t in done.trims if t.pass_number == 4})
     assert dropped == list(range(1, dropped[-1] + 1))  # oldest first
     assert 20 not in dropped
-    notes = [m.content for m in done.messages if m.content.startswith("[Earlier steps")]
-    assert len(notes) == 1
-    said = f'dropped to fit the window (steps 1-{dropped[-1]}: read_file {{"path": "f1.py"}}; '
-    assert notes[0].startswith("[Earlier steps of this reply were " + said)
+    # Nothing takes their place (a deletion: the cache after them stays usable); the note ends the request.
+    assert [m.content for m in done.messages[:2]] == [messages[0].content, messages[1].content]
+    assert done.messages[2:] == [
+        m for m in done.messages[2:] if m.result is None or m.result.step > dropped[-1]
+    ]
+    assert not any("dropped" in m.content for m in done.messages)
+    newest = done.messages[-1].result
+    assert newest is not None
+    numbers = ", ".join(map(str, dropped)) if len(dropped) <= 6 else f"1, 2, …, {dropped[-1]}"
+    said = f"[Steps {numbers} were dropped"
+    assert said + ' to fit the window (read_file {"path": "f1.py"}; ' in newest.output
     # Every tool message still follows the assistant message that made its call.
     rendered = render(done.messages, "native")
     for i, m in enumerate(rendered):

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from twinny_magics.agent import Agent
-from twinny_magics.conversation import ToolCall
+from twinny_magics.budget import Fit, fit, trim
+from twinny_magics.contracts import ChatRequest, Usage
+from twinny_magics.conversation import (
+    Message,
+    ToolCall,
+    ToolResult,
+    assistant,
+    render,
+    system,
+    tool_result,
+    user,
+)
 from twinny_magics.servers import ConnectedServer
 from twinny_magics.servers.scripted import ReplayServer, Scripted
 
@@ -120,3 +133,62 @@ def test_with_the_call_grammar_smollm2_makes_a_well_formed_call_that_runs(
     assert len(first.calls) == 1
     assert first.calls[0].name in {"list_dir", "find_files", "read_file", "grep", "create_file", "edit_file"}
     assert first.results
+
+
+def _usage(server: ConnectedServer, messages: list[Message], **extra: Any) -> Usage:
+    request = ChatRequest(render(messages, "text"), max_tokens=1, temperature=0.0, extra=extra)
+
+    async def ask() -> Usage:
+        usage = None
+        async for event in server.stream(request):
+            if isinstance(event, Usage):
+                usage = event
+        assert usage is not None
+        return usage
+
+    return asyncio.run(ask())
+
+
+def test_a_trim_costs_llama_cpp_only_the_note_and_without_cache_reuse_everything_below_it(
+    llama_server: Any,
+) -> None:
+    # A trim keeps a result's first line and adds nothing in its place (the note goes at the end of the
+    # request): to the server a deletion, and the loop asks it (n_cache_reuse) to shift what it has cached
+    # past one instead of reading it again.
+    server = ConnectedServer(llama_server.info)
+
+    def count(ms: Sequence[Message]) -> int:
+        return len(json.dumps(render(list(ms), "text"))) // 3
+
+    def conversation(name: str) -> tuple[list[Message], Fit]:
+        """Three grep steps, and the same with the first two trimmed (by ``fit``)."""
+        messages = [system("You answer questions about code."), user(f"Where is {name} read?")]
+        for step in range(1, 4):
+            call = ToolCall("grep", {"pattern": f"{name}_{step}"})
+            lines = "\n".join(f"src/m{step}.py:{i}: {name}_{step}_{i} = read('key_{i}')" for i in range(16))
+            messages += [assistant("", (call,)), tool_result(ToolResult(call, lines, step))]
+        two = [
+            m.with_result(trim(m.result) or m.result) if m.result and m.result.step < 3 else m
+            for m in messages
+        ]
+        trimmed = fit(messages, limit=count(messages) - 1, target=count(two) + 60, count=count)
+        assert [t.step for t in trimmed.trims] == [1, 2]
+        return messages, trimmed
+
+    # Each conversation's own words: llama.cpp also keeps earlier prompts in RAM and restores the best.
+    messages, trimmed = conversation("config")
+    whole = _usage(server, messages)
+    assert whole.prompt_tokens is not None
+    assert whole.prompt_tokens > 1000
+    reused = _usage(server, trimmed.messages)
+    assert reused.prompt_tokens is not None
+    assert reused.cached_tokens is not None
+    # Read afresh: the note and the turn's last tokens, not the third result below the trims.
+    assert reused.prompt_tokens - reused.cached_tokens <= 60, (reused, whole)
+    messages, trimmed = conversation("timeout")
+    _usage(server, messages)
+    again = _usage(server, trimmed.messages, n_cache_reuse=0)
+    assert again.prompt_tokens is not None
+    assert again.cached_tokens is not None
+    # Without reuse the server reads again everything from the first trim on: the third result too.
+    assert again.prompt_tokens - again.cached_tokens >= 300, (again, whole)

@@ -30,7 +30,6 @@ MAX_REPLY_TOKENS = 2048
 MIN_LIMIT = 512
 #: ``ContextPlan.deep_target`` in percent of the limit.
 DEEP_TARGET_PERCENT = 20
-TRIMMED_NOTE = "[The rest was trimmed to save context. Run the tool again if you need it.]"
 TRIMMED_FIRST_LINE = 160
 
 
@@ -477,16 +476,72 @@ def chars_that_fit(text: str, tokens: int, room: int, max_chars: int) -> int:
 
 
 def trimmed_stub(text: str) -> str:
-    """What a trimmed result becomes: its first line (at most 160 chars) and the trimmed note."""
-    first = text.split("\n", 1)[0][:TRIMMED_FIRST_LINE]
-    return f"{first}\n{TRIMMED_NOTE}"
+    """What a trimmed result becomes: the start of its first line (at most 160 characters), nothing added.
+
+    Only a beginning of the text, cut where a token ends (before a newline, or before a space in a longer
+    line), so that to the server the trim is a deletion: the tokens before and after it are the ones it
+    has cached, and a llama.cpp server asked to reuse its cache (``n_cache_reuse``) shifts what follows
+    instead of reading it again. The note saying what was trimmed goes at the end of the request
+    (:func:`trimmed_note`), where new text costs nothing cached.
+    """
+    first = text.split("\n", 1)[0]
+    if len(first) <= TRIMMED_FIRST_LINE:
+        return first
+    space = first.rfind(" ", 0, TRIMMED_FIRST_LINE + 1)
+    return first[: space if space > TRIMMED_FIRST_LINE // 2 else TRIMMED_FIRST_LINE]
+
+
+def trimmed_note(steps: Sequence[int], *, dropped: Sequence[ToolResult] = (), last: bool = False) -> str:
+    """The note a request that trims adds at its end: results of ``steps`` cut to their first line (step 0:
+    the head start), and the ``dropped`` steps' calls."""
+    said: list[str] = []
+    if dropped:
+        gone = sorted({r.step for r in dropped})
+        calls = "; ".join(
+            f"{r.call.name} {json.dumps(r.call.arguments, ensure_ascii=False)}" for r in dropped
+        )
+        if len(calls) > 240:
+            calls = calls[:239] + "…"
+        which, verb = _steps(gone), "was" if len(gone) == 1 else "were"
+        said.append(f"{which[0].upper()}{which[1:]} {verb} dropped to fit the window ({calls}).")
+    if steps:
+        said.append(f"Results of {_steps(sorted(set(steps)))} trimmed to their first line.")
+    if not last:
+        said.append("Run the tool again if you need one.")
+    return "[" + " ".join(said) + "]"
+
+
+def _steps(numbers: Sequence[int]) -> str:
+    """Step numbers as said (0 is the head start)."""
+    rest = [n for n in numbers if n != 0]
+    parts = ["the head start"] if 0 in numbers else []
+    if rest:
+        said = ", ".join(map(str, rest)) if len(rest) <= 6 else f"{rest[0]}, {rest[1]}, …, {rest[-1]}"
+        parts.append(("step " if len(rest) == 1 else "steps ") + said)
+    return " and ".join(parts)
+
+
+def with_note(messages: list[Message], note: str) -> None:
+    """Add ``note`` to the end of ``messages``: after the last result's text, before the last user
+    message's (a closing prompt stays the last thing said), or as a message of its own."""
+    end = messages[-1] if messages else None
+    if end is not None and end.result is not None:
+        messages[-1] = end.with_result(replace(end.result, output=f"{end.result.output}\n{note}"))
+    elif end is not None and end.role == "user":
+        messages[-1] = Message("user", f"{note}\n\n{end.content}")
+    else:
+        messages.append(Message("user", note))
+
+
+#: A result is not trimmed for less than this (about the note that says it was): it would save nothing.
+MIN_TRIM_SAVING = 80
 
 
 def trim(result: ToolResult) -> ToolResult | None:
-    """``result`` trimmed to its stub, the full text kept; None when the stub would not be shorter."""
+    """``result`` trimmed to its stub, the full text kept; None when that would save almost nothing."""
     stub = trimmed_stub(result.output)
-    if len(stub) >= len(result.output):
-        return None  # already as short as a stub: trimming it would save nothing
+    if len(result.output) - len(stub) < MIN_TRIM_SAVING:
+        return None
     return replace(result, output=stub, original=result.full_text, trimmed=True)
 
 
@@ -525,13 +580,19 @@ def fit(
     target: int,
     count: Callable[[Sequence[Message]], int],
     newest_step: int | None = None,
+    *,
+    last: bool = False,
 ) -> Fit:
-    """Trim tool results until ``count(messages)`` is at or under ``target``, when it is over ``limit``.
+    """Trim tool results until the request is at or under ``target``, when it is over ``limit``.
 
     Three passes, each oldest first, each stopping as soon as the estimate reaches the target: results of
     steps older than the two most recent; then of any step but the newest; then any. If the request is
     still over the limit, a fourth pass drops whole old steps (see ``_drop_old_steps``). ``count`` estimates
     the whole request (messages plus what the request adds), so trimming is judged on what is sent.
+
+    A trimmed result keeps only its first line (:func:`trimmed_stub`): to the server a deletion, so one
+    that reuses its cache past a change reads nothing again. What was trimmed is said once, at the end of
+    the request that trims it (:func:`trimmed_note`; ``last``: the reply's closing request).
     """
     current = list(messages)
     before = count(current)
@@ -579,19 +640,24 @@ def fit(
             estimate = count(current)
             if not trimmed_any:
                 break
-    if estimate > limit:
-        estimate = _drop_old_steps(current, trims, target, count)
+    dropped = _drop_old_steps(current, trims, target, count) if estimate > limit else []
+    if trims:
+        gone = {r.step for r in dropped}
+        cut = [t.step for t in trims if t.pass_number < 4 and t.step not in gone]
+        with_note(current, trimmed_note(cut, dropped=dropped, last=last))
+        estimate = count(current)
     return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
 
 
 def _drop_old_steps(
     current: list[Message], trims: list[Trim], target: int, count: Callable[[Sequence[Message]], int]
-) -> int:
+) -> list[ToolResult]:
     """The fourth pass, when every result is a stub and the request is still over the limit: whole steps go.
 
     A long reply at a small window collects stubs and calls until they alone overflow it. Then the oldest
-    steps (a call and its results) give way, never the newest, until the estimate reaches the target; one
-    short line, kept where they stood, says which steps went and what they called.
+    steps (a call and its results) give way, never the newest, until the estimate reaches the target.
+    Nothing takes their place (a deletion, like a trim); the note at the end of the request says which
+    steps went and what they called. Returns the dropped results.
     """
     estimate = count(current)
     dropped: list[ToolResult] = []
@@ -604,25 +670,9 @@ def _drop_old_steps(
         start, end = where[0], where[-1]
         if start > 0 and current[start - 1].role == "assistant":
             start -= 1  # the call goes with its results
-        if start > 0 and current[start - 1].content.startswith(DROPPED_NOTE_START):
-            start -= 1  # one note for every dropped step
         gone = [m.result for m in current[start : end + 1] if m.result is not None]
         dropped += gone
-        current[start : end + 1] = [Message("user", _dropped_note(dropped))]
+        del current[start : end + 1]
         trims.extend(Trim(-1, r.step, r.call.name, len(r.output), 0, 4, r.call.id) for r in gone)
         estimate = count(current)
-    return estimate
-
-
-DROPPED_NOTE_START = "[Earlier steps of this reply were dropped"
-
-
-def _dropped_note(results: Sequence[ToolResult]) -> str:
-    steps = sorted({r.step for r in results})
-    span = f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}-{steps[-1]}"
-    calls = "; ".join(f"{r.call.name} {json.dumps(r.call.arguments, ensure_ascii=False)}" for r in results)
-    if len(calls) > 240:
-        calls = calls[:239] + "…"
-    return (
-        f"{DROPPED_NOTE_START} to fit the window (steps {span}: {calls}). Run a tool again if you need it.]"
-    )
+    return dropped

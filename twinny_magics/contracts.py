@@ -5,9 +5,9 @@ or a server's adapter, so the loop, the session and the display can depend on it
 
 - The model server (``ModelServer``): its kind and model, its window, a streamed reply. What only some
   servers can do is a capability of its own (``Tokenizes``, ``CountsPrompts``, ``ContinuesPrefill``,
-  ``Addressed``, ``WarnsOfKey``, ``TakesTools``, ``MaybeEmbedded``), checked with ``isinstance``: a
-  server without it is taken as one that cannot (the HTTP adapters in ``servers``, the scripted servers
-  and a test's fakes all fit, with as many capabilities as they have).
+  ``ReusesCache``, ``Addressed``, ``WarnsOfKey``, ``TakesTools``, ``MaybeEmbedded``), checked with
+  ``isinstance``: a server without it is taken as one that cannot (the HTTP adapters in ``servers``,
+  the scripted servers and a test's fakes all fit, with as many capabilities as they have).
 - The request and the events a reply streams as (``ChatRequest``, ``ChatEvent``): pure data, the
   adapters do the I/O. A reply streams as ``TextChunk* , ToolCallDelta* , [ToolCalls] , [Usage] ,
   Finish``; ``Finish`` is always last and only sent when the server finished the reply (a stream that
@@ -177,6 +177,15 @@ class ContinuesPrefill(Protocol):
 
     @property
     def continues_prefill(self) -> bool: ...
+
+
+@runtime_checkable
+class ReusesCache(Protocol):
+    """A server that reuses its cached prompt past a deleted stretch (llama.cpp asked for ``n_cache_reuse``),
+    so a trim costs it only the tokens after the last change, not everything below the first."""
+
+    @property
+    def reuses_cache(self) -> bool: ...
 
 
 class ServerAddress(Protocol):

@@ -594,7 +594,7 @@ class _Run:
         """Weigh and send one request; return the (trimmed) messages, the text, the calls and problems."""
         loop = self.loop
         outgoing = with_closing_prompt(messages, loop.settings.closing_prompt) if last else list(messages)
-        weighed = await loop.weighing.weigh(outgoing, loop.request_tools(last), plan)
+        weighed = await loop.weighing.weigh(outgoing, loop.request_tools(last), plan, last=last)
         record = weighed.record(step, last)
         self.reply.requests.append(record)
         self._announce(record, weighed)

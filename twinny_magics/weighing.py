@@ -23,10 +23,10 @@ from .budget import (
     fit,
     plan_context,
     request_chars,
+    trim,
     trim_target,
-    trimmed_stub,
 )
-from .contracts import CountsPrompts, FitsWindow, Tokenizes
+from .contracts import CountsPrompts, FitsWindow, ReusesCache, Tokenizes
 from .conversation import Message, Mode, ToolCall, ToolResult, render, tool_result
 from .errors import PromptTooLong, ServerError
 from .events import RequestRecord, WindowShare
@@ -173,7 +173,12 @@ class Weighing:
     # -- fitting -----------------------------------------------------------------------------------
 
     async def weigh(
-        self, messages: Sequence[Message], tools: list[dict[str, Any]] | None, plan: ContextPlan
+        self,
+        messages: Sequence[Message],
+        tools: list[dict[str, Any]] | None,
+        plan: ContextPlan,
+        *,
+        last: bool = False,
     ) -> Weighed:
         """Count a request's new texts, choose the target it is trimmed to, and fit it under the limit."""
         loop = self.loop
@@ -185,13 +190,17 @@ class Weighing:
         if not loop.counter.anchored:
             await self.count_first_request(messages, tools)
         target = plan.target
-        if count(messages) > plan.limit:
+        server = loop.server
+        reuses = isinstance(server, ReusesCache) and server.reuses_cache
+        if count(messages) > plan.limit and not reuses:
+            # A server that reads again everything below a trim is trimmed deeper, less often; one that
+            # reuses its cache past a trim pays only for the note, so it keeps more of the results.
             target = trim_target(plan, count(_seen_stubbed(messages)))
-        fitted = fit(messages, plan.limit, target, count)
+        fitted = fit(messages, plan.limit, target, count, last=last)
         if fitted.trims:
-            # The stubs are new text: count them too, then make sure the exact total still fits.
+            # The stubs and the note are new text: count them too, then make sure the exact total still fits.
             await self.learn_exact_counts(fitted.messages, tools)
-            refit = fit(fitted.messages, plan.limit, target, count)
+            refit = fit(fitted.messages, plan.limit, target, count, last=last)
             fitted = replace(refit, trims=fitted.trims + refit.trims, estimate_before=fitted.estimate_before)
         return Weighed(fitted, tools, loop.mode, plan, target)
 
@@ -218,7 +227,7 @@ class Weighing:
         def count(ms: Sequence[Message]) -> int:
             return self.count(ms, tools)
 
-        fitted = fit(messages, -1, plan.target, count)
+        fitted = fit(messages, -1, plan.target, count, last=record.last)
         record.trimmed += len(fitted.trims)
         record.estimated_tokens = fitted.estimate
         record.chars = request_chars(fitted.messages, loop.mode, tools)
@@ -259,8 +268,9 @@ def _seen_stubbed(messages: Sequence[Message]) -> list[Message]:
 
 
 def _stubbed(message: Message) -> Message:
-    """``message`` as the deepest trimming would leave it (a result becomes its stub)."""
+    """``message`` as the deepest trimming would leave it (a result becomes its stub, as ``trim`` does)."""
     result = message.result
     if result is None or result.trimmed:
         return message
-    return message.with_result(replace(result, output=trimmed_stub(result.output), trimmed=True))
+    stub = trim(result)
+    return message if stub is None else message.with_result(stub)

@@ -95,6 +95,11 @@ class ConnectedServer:
         return self.info.kind == "llamacpp"
 
     @property
+    def reuses_cache(self) -> bool:
+        """Whether the server reuses its cache past a trim (llama.cpp: every request asks it to)."""
+        return self.info.kind == "llamacpp"
+
+    @property
     def takes_tools(self) -> bool:
         """Whether tools may be offered natively (text-generation-webui's chat route has no tools)."""
         return self.info.kind != "textgen"

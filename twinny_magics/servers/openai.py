@@ -37,6 +37,11 @@ from twinny_magics.servers.sse import SSEDecoder
 ErrorMapper = Callable[[int, str], ServerError]
 
 
+#: llama.cpp's ``n_cache_reuse``: the fewest tokens a run of cached prompt must match to be shifted into
+#: place and reused rather than read again. Between two trimmed results lie at least the rest of a turn,
+#: a call and the next result's first line — about 50 tokens —, and a run shorter than this stops the
+#: reuse of everything after it; a few tokens would also match by chance.
+CACHE_REUSE_CHUNK = 16
 #: The most native calls one reply is believed to make (a larger ``index`` is a position instead).
 MAX_CALL_INDEX = 1000
 
@@ -266,6 +271,10 @@ class OpenAIChatServer:
             body["temperature"] = request.temperature
         if self.include_usage:
             body["stream_options"] = {"include_usage": True}
+        if self.info.kind == "llamacpp":
+            # Reuse the cached prompt past a trim: the trims are deletions (see budget.trimmed_stub), so
+            # the server shifts the cached tokens after one instead of reading them all again.
+            body["n_cache_reuse"] = CACHE_REUSE_CHUNK
         body.update(request.extra)
         return body
 
