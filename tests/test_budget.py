@@ -22,6 +22,7 @@ from twinny_magics.budget import (
     trim_target,
     trimmed_note,
     trimmed_stub,
+    with_note,
 )
 from twinny_magics.conversation import (
     Message,
@@ -348,3 +349,34 @@ def test_a_result_the_room_cannot_hold_is_cut_to_its_share_of_the_room_at_its_ow
 def test_a_result_is_never_cut_to_fit_below_the_least_that_says_something() -> None:
     assert chars_that_fit("x" * 3000, tokens=1500, room=10, max_chars=3000) == MIN_FITTED_RESULT_CHARS
     assert chars_that_fit("x" * 3000, tokens=1500, room=-400, max_chars=3000) == MIN_FITTED_RESULT_CHARS
+
+
+def test_the_note_goes_after_the_newest_result_or_before_a_last_user_message() -> None:
+    call = ToolCall("grep", {"pattern": "x"})
+    after_result = [user("q"), assistant("", (call,)), tool_result(ToolResult(call, "a\nb", 1))]
+    with_note(after_result, "[note]")
+    newest = after_result[-1].result
+    assert newest is not None
+    assert newest.output == "a\nb\n[note]"
+    closing = [user("q"), assistant("", (call,)), tool_result(ToolResult(call, "a", 1)), user("Answer now.")]
+    with_note(closing, "[note]")
+    assert closing[-1].content == "[note]\n\nAnswer now."  # the closing prompt stays the last thing said
+    ending_in_a_reply = [user("q"), assistant("I will look.")]
+    with_note(ending_in_a_reply, "[note]")
+    assert [m.role for m in ending_in_a_reply] == ["user", "assistant", "user"]
+    assert ending_in_a_reply[-1].content == "[note]"
+
+
+def test_the_closing_request_says_what_was_trimmed_without_asking_for_a_tool() -> None:
+    messages = [*conversation(4, 3300), user("Answer now from what you found.")]
+    done = fit(
+        messages,
+        limit=chars_count(messages) - 10,
+        target=chars_count(messages) // 2,
+        count=chars_count,
+        last=True,
+    )
+    assert done.trims
+    assert done.messages[-1].content.startswith("[Results of steps 1")
+    assert "Run the tool again" not in done.messages[-1].content
+    assert done.messages[-1].content.endswith("\n\nAnswer now from what you found.")
