@@ -39,6 +39,7 @@ from twinny_magics.servers import (
     connect,
     discover,
 )
+from twinny_magics.servers.openai import CACHE_REUSE_CHUNK
 
 HELLO = [{"role": "user", "content": "Say hello in three words."}]
 
@@ -78,6 +79,18 @@ async def test_the_request_body_carries_model_tools_limits_extra_and_asks_for_us
         "stream_options": {"include_usage": True},
         "grammar": "root ::= x",
     }
+
+
+def test_only_llama_cpp_is_asked_to_reuse_its_cache_past_a_trim_and_extra_can_turn_it_off() -> None:
+    client = httpx.AsyncClient()
+    llama = OpenAIChatServer(ServerInfo("http://127.0.0.1:8080", "llamacpp", "m"), client)
+    assert llama.body(ChatRequest(HELLO))["n_cache_reuse"] == CACHE_REUSE_CHUNK
+    assert llama.body(ChatRequest(HELLO, extra={"n_cache_reuse": 0}))["n_cache_reuse"] == 0
+    for kind in ("compatible", "vllm", "lmstudio", "gateway"):
+        other = OpenAIChatServer(ServerInfo("http://127.0.0.1:8080", kind, "m"), client)  # type: ignore[arg-type]
+        assert "n_cache_reuse" not in other.body(ChatRequest(HELLO))  # a hosted API may refuse the field
+    assert ConnectedServer(ServerInfo("http://127.0.0.1:8080", "llamacpp", "m")).reuses_cache
+    assert not ConnectedServer(ServerInfo("http://127.0.0.1:11434", "ollama", "m")).reuses_cache
 
 
 async def test_stream_options_are_dropped_and_not_asked_again_when_a_server_refuses_them() -> None:

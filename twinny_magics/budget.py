@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .conversation import Message, Mode, ToolResult, render
+from .conversation import Message, Mode, ToolResult, inert, render
 from .text_tokens import TextTokens
 
 #: Where the estimate starts: 3.3 characters a token errs towards too many tokens, since code, paths,
@@ -502,6 +502,7 @@ def trimmed_note(steps: Sequence[int], *, dropped: Sequence[ToolResult] = (), la
         )
         if len(calls) > 240:
             calls = calls[:239] + "…"
+        calls = inert(calls)  # the model wrote the arguments: no chat-template token may end the turn
         which, verb = _steps(gone), "was" if len(gone) == 1 else "were"
         said.append(f"{which[0].upper()}{which[1:]} {verb} dropped to fit the window ({calls}).")
     if steps:
