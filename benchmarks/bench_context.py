@@ -537,8 +537,15 @@ class BenchServer:
         self._previous_messages = len(request.messages)
 
     def _old_tokens(self, request: ChatRequest, ids: Sequence[int]) -> int:
-        """How far into ``ids`` the messages of the previous request reach (trimmed or not)."""
-        old = request.messages[: self._previous_messages]
+        """How far into ``ids`` the messages of the previous request reach (trimmed or not).
+
+        They are the messages before the newest assistant message (the reply to the previous request;
+        what follows it is new): not the first as many as the previous request had, since a trim that
+        drops whole steps leaves fewer, and those would take in the new ones.
+        """
+        replies = [i for i, m in enumerate(request.messages) if m.get("role") == "assistant"]
+        end = min(replies[-1], self._previous_messages) if replies else self._previous_messages
+        old = request.messages[:end]
         if not old:
             return 0
         try:
