@@ -39,6 +39,7 @@ import hashlib
 import json
 import platform
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -683,7 +684,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark from the command line; returns what it stored."""
     args = parser().parse_args(argv)
+    # A stop by SIGTERM (what `kill` sends) unwinds as Ctrl-C does, so the llama.cpp server started for
+    # the run (a subprocess) is stopped with it instead of being left running; the runs done are saved.
+    signal.signal(signal.SIGTERM, _stopped)
     return bench_from_args(args)
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def bench_from_args(args: argparse.Namespace) -> dict[str, Any]:
