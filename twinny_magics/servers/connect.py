@@ -97,7 +97,7 @@ class ConnectedServer:
     @property
     def reuses_cache(self) -> bool:
         """Whether the server reuses its cache past a trim (llama.cpp: every request asks it to)."""
-        return self.info.kind == "llamacpp"
+        return self.info.reuses_cache
 
     @property
     def takes_tools(self) -> bool:

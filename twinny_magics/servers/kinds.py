@@ -173,6 +173,12 @@ class ServerInfo:
         """Whether the server is asked for its window at all (hosted APIs are not)."""
         return self.kind not in NEVER_ASKED
 
+    @property
+    def reuses_cache(self) -> bool:
+        """Whether every request asks the server to reuse its cache past a trim (llama.cpp's
+        ``n_cache_reuse``; the adapter sends it, the loop trims for it)."""
+        return self.kind == "llamacpp"
+
 
 def default_window(kind: Kind) -> int:
     """The window assumed when the server does not say: 128,000 hosted, 32,768 local."""

@@ -271,7 +271,7 @@ class OpenAIChatServer:
             body["temperature"] = request.temperature
         if self.include_usage:
             body["stream_options"] = {"include_usage": True}
-        if self.info.kind == "llamacpp":
+        if self.info.reuses_cache:
             # Reuse the cached prompt past a trim: the trims are deletions (see budget.trimmed_stub), so
             # the server shifts the cached tokens after one instead of reading them all again.
             body["n_cache_reuse"] = CACHE_REUSE_CHUNK
