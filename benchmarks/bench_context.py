@@ -57,10 +57,9 @@ from twinny_magics.budget import (
     fit,
     message_chars,
     message_text,
+    say_trims,
     tools_chars,
     trim,
-    trimmed_note,
-    with_note,
 )
 from twinny_magics.conversation import Message, Mode, ToolCall
 from twinny_magics.errors import PromptTooLong
@@ -731,7 +730,7 @@ def newest_first(
             )
             estimate = count(current)
     if trims:
-        with_note(current, trimmed_note([t.step for t in trims], last=last))
+        say_trims(current, trims, last=last)
         estimate = count(current)
     return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
 

@@ -534,6 +534,16 @@ def with_note(messages: list[Message], note: str) -> None:
         messages.append(Message("user", note))
 
 
+def say_trims(
+    messages: list[Message], trims: Sequence[Trim], *, dropped: Sequence[ToolResult] = (), last: bool = False
+) -> None:
+    """End ``messages`` with the note on what one fit did: the results it trimmed (not those of steps it
+    then dropped) and the steps it dropped (see :func:`trimmed_note`, :func:`with_note`)."""
+    gone = {r.step for r in dropped}
+    cut = [t.step for t in trims if t.pass_number < 4 and t.step not in gone]
+    with_note(messages, trimmed_note(cut, dropped=dropped, last=last))
+
+
 #: A result is not trimmed for less than this (about the note that says it was): it would save nothing.
 MIN_TRIM_SAVING = 80
 
@@ -643,9 +653,7 @@ def fit(
                 break
     dropped = _drop_old_steps(current, trims, target, count) if estimate > limit else []
     if trims:
-        gone = {r.step for r in dropped}
-        cut = [t.step for t in trims if t.pass_number < 4 and t.step not in gone]
-        with_note(current, trimmed_note(cut, dropped=dropped, last=last))
+        say_trims(current, trims, dropped=dropped, last=last)
         estimate = count(current)
     return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
 
