@@ -193,6 +193,11 @@ def conversation(steps: int, size: int) -> list[Message]:
     return messages
 
 
+def chars_of(messages: Sequence[Message]) -> str:
+    """Everything ``messages`` say, results included."""
+    return "\n".join(m.result.output if m.result is not None else m.content for m in messages)
+
+
 def chars_count(messages: Sequence[Message]) -> int:
     """A deterministic estimate for the tests: 3.3 chars a token over the native request."""
     return TokenEstimator().tokens(request_chars(messages, "native"))
@@ -388,3 +393,30 @@ def test_a_dropped_call_s_arguments_cannot_end_the_turn_in_the_note() -> None:
     assert "<|im_end|>" not in note
     assert "<|im_start|>" not in note
     assert "&lt;|im_end|>" in note
+
+
+def test_a_fit_that_goes_on_from_an_earlier_one_says_both_in_one_note() -> None:
+    messages = conversation(5, 3300)
+    first = fit(
+        messages, limit=chars_count(messages) - 10, target=chars_count(messages) - 900, count=chars_count
+    )
+    assert [t.step for t in first.trims] == [1]
+    assert first.unsaid is not None
+    assert "[Results of step 1 trimmed" in chars_of(first.messages)
+    again = fit(
+        first.unsaid, limit=-1, target=chars_count(first.unsaid) - 900, count=chars_count, earlier=first
+    )
+    assert [t.step for t in again.trims] == [2]  # this fit's own trims
+    said = chars_of(again.messages)
+    assert said.count("trimmed to their first line") == 1
+    assert "[Results of steps 1, 2 trimmed to their first line." in said
+    # Nothing more to trim: the note is still said, once.
+    same = fit(
+        again.unsaid or [],
+        limit=10**9,
+        target=10**9,
+        count=chars_count,
+        earlier=replace(again, trims=first.trims + again.trims),
+    )
+    assert same.trims == ()
+    assert chars_of(same.messages).count("[Results of steps 1, 2 trimmed") == 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 from twinny_magics.agent import Agent
+from twinny_magics.contracts import ChatEvent, ChatRequest
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import PromptTooLong, ServerUnreachable
 from twinny_magics.events import (
@@ -26,6 +29,7 @@ from twinny_magics.events import (
 from twinny_magics.loop import Loop, LoopSettings
 from twinny_magics.notes import FINAL_ANSWER_PROMPT
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
+from twinny_magics.weighing import reuses_cache
 
 
 @dataclass(frozen=True)
@@ -593,3 +597,86 @@ def test_a_trim_goes_deep_in_one_batch_and_keeps_the_newest_result_whole() -> No
     assert trimming[0].trimmed == trimming[0].step - 2  # the results of steps 1 to step - 2
     assert len(trimming) == 1
     assert all(r.estimated_tokens <= r.limit for r in reply.requests)
+
+
+@dataclass
+class Reusing(ScriptedServer):
+    """A scripted server that reuses its cache past a trim (llama.cpp asked for ``n_cache_reuse``)."""
+
+    reuses_cache: bool = True
+
+
+@pytest.mark.parametrize(("extra", "shallow"), [(None, True), ({"n_cache_reuse": 0}, False)])
+def test_requests_that_turn_the_cache_reuse_off_are_trimmed_deep(
+    extra: dict[str, Any] | None, shallow: bool
+) -> None:
+    # A server that reuses its cache past a trim keeps more of the results (the 65% target); asked not to
+    # (Agent(extra={"n_cache_reuse": 0})), it reads again all below a trim, so the trim goes deep.
+    calls = [Scripted("", (grep(f"p{n}"),)) for n in range(11)]
+    server = Reusing([*calls, "All done."], window=8192, chars_per_token=3.3)
+    loop = Loop(server, Tools(size=2000), settings=LoopSettings(extra=extra))
+    reply, _ = run(loop)
+    plan = loop.plan
+    assert plan is not None
+    trimming = [r for r in reply.requests if r.trimmed]
+    assert trimming
+    assert (trimming[0].target == plan.target) is shallow
+    assert all(r.estimated_tokens <= r.limit for r in reply.requests)
+
+
+@dataclass
+class RefusesTheFirstTrim(ScriptedServer):
+    """Refuses the first request that trims as too long, counting it twice what it did (a template's
+    markup the estimate never saw), then answers."""
+
+    refused: bool = False
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
+        if not self.refused and "trimmed to their first line" in json.dumps(request.messages):
+            self.refused = True
+            self.requests.append(request)
+            tokens = self.prompt_tokens(request)
+            raise PromptTooLong(
+                f"request ({tokens} tokens) exceeds the available context size", prompt_tokens=tokens
+            )
+        async for event in super().stream(request):
+            yield event
+
+
+def test_a_refit_after_a_too_long_refusal_says_its_trims_in_the_one_note() -> None:
+    server = RefusesTheFirstTrim([Scripted("", (grep(f"p{n}"),)) for n in range(8)] + ["ok"], window=6000)
+    server.chars_per_token = 1.0
+    server.tokenizes = False  # the refusal's count teaches the estimate
+    reply, _ = run(Loop(server, ProseTools(size=2600)))
+    assert reply.text == "ok"
+    assert any(r.retried == "too long" for r in reply.requests)
+    refused = next(
+        i for i, r in enumerate(server.requests) if "trimmed to their first line" in json.dumps(r.messages)
+    )
+    retried = server.requests[refused + 1].messages
+    said = json.dumps(retried)
+    assert said.count("trimmed to their first line") == 1
+    # Every result the retried request shows trimmed (one call a step: the nth result is step n's) is named.
+    results = [m for m in retried if m["role"] == "tool"]
+    stubs = {n for n, m in enumerate(results, start=1) if len(m["content"]) <= 160}
+    named = re.search(r"Results of steps? ([\d, ]+) trimmed", said)
+    assert stubs
+    assert named is not None
+    assert stubs <= {int(n) for n in named.group(1).split(", ")}
+
+
+@pytest.mark.parametrize(
+    ("server", "extra", "reuses"),
+    [
+        (Reusing([]), None, True),
+        (Reusing([]), {"n_cache_reuse": 0}, False),
+        (ScriptedServer([]), None, False),
+        (ScriptedServer([]), {"n_cache_reuse": 16}, True),  # asked of a server the kind does not know reuses
+        (Reusing([]), {"n_cache_reuse": True}, False),  # not a chunk size
+        (Reusing([]), {"n_cache_reuse": "16"}, False),
+    ],
+)
+def test_whether_a_trim_keeps_the_cache_follows_the_requests_own_setting(
+    server: ScriptedServer, extra: dict[str, Any] | None, reuses: bool
+) -> None:
+    assert reuses_cache(server, extra) is reuses

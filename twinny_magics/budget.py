@@ -583,6 +583,10 @@ class Fit:
     limit: int = 0
     target: int = 0
     over_limit: bool = False
+    #: The messages before the note was added (None: no note), and every step dropped so far. A later fit
+    #: of the same request starts from ``unsaid`` and passes this one as ``earlier``: one note says both.
+    unsaid: list[Message] | None = None
+    dropped: tuple[ToolResult, ...] = ()
 
 
 def fit(
@@ -593,6 +597,7 @@ def fit(
     newest_step: int | None = None,
     *,
     last: bool = False,
+    earlier: Fit | None = None,
 ) -> Fit:
     """Trim tool results until the request is at or under ``target``, when it is over ``limit``.
 
@@ -604,20 +609,47 @@ def fit(
     A trimmed result keeps only its first line (:func:`trimmed_stub`): to the server a deletion, so one
     that reuses its cache past a change reads nothing again. What was trimmed is said once, at the end of
     the request that trims it (:func:`trimmed_note`; ``last``: the reply's closing request).
+
+    ``earlier``: a fit of the same request this one goes on from (``messages`` is its ``unsaid``, perhaps
+    with a new system message); the note then says what both trimmed and dropped, once.
     """
     current = list(messages)
     before = count(current)
-    if before <= limit:
-        return Fit(current, (), before, before, limit, target, False)
-    steps = [m.result.step for m in current if m.result is not None]
-    newest = newest_step if newest_step is not None else max(steps, default=0)
+    trims: list[Trim] = []
+    dropped: list[ToolResult] = []
+    estimate = before
+    if before > limit:
+        estimate = _trim_passes(current, trims, before, target, count, newest=newest_step)
+        if estimate > limit:
+            dropped = _drop_old_steps(current, trims, target, count)
+    said = [*earlier.trims, *trims] if earlier is not None else trims
+    gone = [*earlier.dropped, *dropped] if earlier is not None else dropped
+    if not said:
+        return Fit(current, (), before, estimate, limit, target, estimate > limit)
+    unsaid = list(current)
+    say_trims(current, said, dropped=gone, last=last)
+    estimate = count(current)
+    return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit, unsaid, tuple(gone))
+
+
+def _trim_passes(
+    current: list[Message],
+    trims: list[Trim],
+    estimate: int,
+    target: int,
+    count: Callable[[Sequence[Message]], int],
+    *,
+    newest: int | None,
+) -> int:
+    """The three trimming passes of :func:`fit` over ``current`` (estimated at ``estimate``; trimmed in
+    place, ``trims`` appended); returns the estimate after them."""
+    if newest is None:
+        newest = max((m.result.step for m in current if m.result is not None), default=0)
     passes: tuple[Callable[[int], bool], ...] = (
         lambda step: step < newest - 1,
         lambda step: step < newest,
         lambda step: True,
     )
-    trims: list[Trim] = []
-    estimate = before
     # Each trim changes one message, so the estimate moves by that message's own difference: recounting
     # the whole conversation after every trim would make fitting quadratic in its length. The exact count
     # is taken again when a pass stops; if rounding stopped it early, the same pass goes on.
@@ -651,11 +683,7 @@ def fit(
             estimate = count(current)
             if not trimmed_any:
                 break
-    dropped = _drop_old_steps(current, trims, target, count) if estimate > limit else []
-    if trims:
-        say_trims(current, trims, dropped=dropped, last=last)
-        estimate = count(current)
-    return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
+    return estimate
 
 
 def _drop_old_steps(

@@ -11,7 +11,7 @@ nothing: :mod:`~twinny_magics.loop` records, tells and streams what was weighed.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -191,7 +191,7 @@ class Weighing:
             await self.count_first_request(messages, tools)
         target = plan.target
         server = loop.server
-        reuses = isinstance(server, ReusesCache) and server.reuses_cache
+        reuses = reuses_cache(server, loop.settings.extra)
         if count(messages) > plan.limit and not reuses:
             # A server that reads again everything below a trim is trimmed deeper, less often; one that
             # reuses its cache past a trim pays only for the note, so it keeps more of the results.
@@ -200,7 +200,8 @@ class Weighing:
         if fitted.trims:
             # The stubs and the note are new text: count them too, then make sure the exact total still fits.
             await self.learn_exact_counts(fitted.messages, tools)
-            refit = fit(fitted.messages, plan.limit, target, count, last=last)
+            unsaid = fitted.unsaid if fitted.unsaid is not None else fitted.messages
+            refit = fit(unsaid, plan.limit, target, count, last=last, earlier=fitted)
             fitted = replace(refit, trims=fitted.trims + refit.trims, estimate_before=fitted.estimate_before)
         return Weighed(fitted, tools, loop.mode, plan, target)
 
@@ -215,6 +216,9 @@ class Weighing:
         plan, tools, messages = weighed.plan, weighed.tools, weighed.messages
         if error.prompt_tokens:
             loop.counter.observe(render(messages, loop.mode), tools, error.prompt_tokens)
+        earlier = weighed.fitted
+        if earlier.unsaid is not None:
+            messages = earlier.unsaid  # trimmed again below: one note says what both fits did
         if error.window and error.window < plan.window:
             self.window_cap = (error.window, time.monotonic() + WINDOW_CAP_SECONDS)
             plan = self.plan(error.window)
@@ -227,7 +231,7 @@ class Weighing:
         def count(ms: Sequence[Message]) -> int:
             return self.count(ms, tools)
 
-        fitted = fit(messages, -1, plan.target, count, last=record.last)
+        fitted = fit(messages, -1, plan.target, count, last=record.last, earlier=earlier)
         record.trimmed += len(fitted.trims)
         record.estimated_tokens = fitted.estimate
         record.chars = request_chars(fitted.messages, loop.mode, tools)
@@ -259,6 +263,16 @@ class Weighing:
         rest = [_stubbed(m) for m in before] + [*added, empty]
         room = plan.target - self.count(rest, tools)
         return chars_that_fit(shown, tokens, room, len(shown))
+
+
+def reuses_cache(server: object, extra: Mapping[str, Any] | None) -> bool:
+    """Whether the server reuses its cached prompt past a trim: as the requests' own ``n_cache_reuse``
+    says when they carry one (a positive chunk size: yes; 0: no, e.g. ``Agent(extra={"n_cache_reuse":
+    0})``), else as the server does (``ReusesCache``)."""
+    asked = (extra or {}).get("n_cache_reuse")
+    if asked is not None:
+        return isinstance(asked, int) and not isinstance(asked, bool) and asked > 0
+    return isinstance(server, ReusesCache) and server.reuses_cache
 
 
 def _seen_stubbed(messages: Sequence[Message]) -> list[Message]:
