@@ -252,7 +252,8 @@ def test_a_too_long_refusal_teaches_the_estimator_trims_and_retries_once() -> No
     reply, _ = run(loop)
     retried = [r for r in reply.requests if r.retried == "too long"]
     assert retried
-    assert loop.estimator.ratio == 2.0
+    # The refused request's count taught the ratio down to its floor (later steps' counts may move it).
+    assert any(o.ratio_after == 2.0 for o in loop.estimator.history)
     assert loop.plan is not None
     assert loop.plan.window == 3000
     assert reply.text == "ok"

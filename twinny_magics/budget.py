@@ -160,7 +160,12 @@ MESSAGE_OVERHEAD_CHARS = 16
 
 def message_text(message: dict[str, Any]) -> str:
     """The text of one rendered message that the model reads: its content and its calls."""
-    text = str(message.get("content") or "")
+    return str(message.get("content") or "") + calls_text(message)
+
+
+def calls_text(message: dict[str, Any]) -> str:
+    """The text of a rendered message's native calls: each one's name and arguments."""
+    text = ""
     for call in message.get("tool_calls") or ():
         function = call.get("function", {})
         text += f"{function.get('name', '')} {function.get('arguments', '')}"
@@ -199,6 +204,54 @@ CALL_OVERHEAD_TOKENS = 4
 def tools_text(tools: Sequence[dict[str, Any]] | None) -> str:
     """The tool definitions as the text a template renders (their JSON)."""
     return json.dumps(list(tools), ensure_ascii=False, separators=(", ", ": ")) if tools else ""
+
+
+#: How much the prior that a native call weighs what its text is estimated to weigh counts, as a row of
+#: the least squares: a call's estimate, in tokens (about two calls' worth).
+CALL_PRIOR_TOKENS = 15.0
+#: ... and as much as a typical tool result, the text factor's own prior row.
+CONTENT_PRIOR_TOKENS = 400.0
+#: The most a native call may weigh per token of its estimate (a template that wraps each call in JSON
+#: with its own markup), and the least (0: a template that does not render calls at all).
+MAX_CALL_SHARE = 3.0
+
+
+@dataclass
+class CallShare:
+    """What a native call weighs, per token of its estimate, told from counts no exact count helps with.
+
+    A server that cannot tokenize reports only whole prompts; a step adds a message with calls and its
+    results at once. How the template renders calls differs most between templates (SmolLM2's drops
+    them; Qwen's wraps each in JSON between tags), and taking the step's growth apart by the estimates
+    would then credit the results with what the call weighed or did not: trimming a result later takes
+    off that wrong weight. So each step's count is a row of a least squares, tokens = f × content +
+    share × calls (both as the features estimate them, before the factor), with a prior row each (f at
+    the text factor, share at 1); steps whose results are long and short tell the two apart.
+    """
+
+    xx: float = 0.0
+    xc: float = 0.0
+    cc: float = 0.0
+    xt: float = 0.0
+    ct: float = 0.0
+
+    def add(self, content: float, calls: float, tokens: float) -> None:
+        """One step's count: ``content`` and ``calls`` as estimated (raw), ``tokens`` of the two counted."""
+        self.xx += content * content
+        self.xc += content * calls
+        self.cc += calls * calls
+        self.xt += content * tokens
+        self.ct += calls * tokens
+
+    def share(self, factor: float) -> float:
+        """Tokens a call weighs per token of its raw estimate (``factor``: the text factor, as prior)."""
+        p, q = CONTENT_PRIOR_TOKENS**2, CALL_PRIOR_TOKENS**2
+        xx, cc = self.xx + p, self.cc + q
+        xt, ct = self.xt + p * factor, self.ct + q * factor
+        determinant = xx * cc - self.xc * self.xc
+        if determinant <= 0:
+            return factor
+        return min(MAX_CALL_SHARE, max(0.0, (xx * ct - self.xc * xt) / determinant))
 
 
 @dataclass(frozen=True)
@@ -246,6 +299,8 @@ class PromptCounter:
         #: What a message with native calls weighs beyond its counted text: templates differ most there
         #: (some render the calls' JSON, some nothing at all), so it is learned, and may be negative.
         self.call_adjustment = 0
+        #: The same, learned from counts of whole prompts when no text was counted exactly.
+        self.calls = CallShare()
 
     @property
     def anchored(self) -> bool:
@@ -270,15 +325,30 @@ class PromptCounter:
         """A message no count has weighed: its text exact where known, else estimated, and the template's."""
         text = message_text(message)
         exact = self.exact.get(text)
+        calls = len(message.get("tool_calls") or ())
+        if exact is None and calls:
+            # Estimated: the content as text, the calls as the counts say this template renders them.
+            content = self.text.tokens(str(message.get("content") or ""))
+            rendered = math.ceil(self.call_share * self._calls_raw(message)) + self.call_adjustment
+            return max(self.message_overhead, content + self.message_overhead + rendered)
         if exact is None:
             exact = self.text.tokens(text)
-        calls = len(message.get("tool_calls") or ())
         if not calls:
             return exact + self.message_overhead
         return max(
             self.message_overhead,
             exact + self.message_overhead + CALL_OVERHEAD_TOKENS * calls + self.call_adjustment,
         )
+
+    @property
+    def call_share(self) -> float:
+        """Tokens a native call weighs per token of its raw estimate, as learned (see :class:`CallShare`)."""
+        return self.calls.share(self.text.factor)
+
+    def _calls_raw(self, message: dict[str, Any]) -> float:
+        """A message's native calls as the features estimate them (before the factor), with their markup."""
+        calls = len(message.get("tool_calls") or ())
+        return self.text.raw(calls_text(message)) + CALL_OVERHEAD_TOKENS * calls if calls else 0.0
 
     def tools_tokens(self, tools: Sequence[dict[str, Any]] | None) -> int:
         """The tool definitions' tokens: exact where known, else estimated."""
@@ -369,12 +439,17 @@ class PromptCounter:
         self._anchor = _Anchor(keys, tuple(rendered), tools_now, prompt_tokens)
 
     def _learn_text(self, added: Sequence[dict[str, Any]], tokens: int) -> None:
-        """Teach the features' factor from messages none of which was counted exactly."""
+        """Teach the features' factor, and what a native call weighs, from messages none of which was
+        counted exactly."""
         if not added or any(message_text(m) in self.exact for m in added):
             return
-        calls = sum(len(m.get("tool_calls") or ()) for m in added)
-        counted = tokens - self.message_overhead * len(added) - CALL_OVERHEAD_TOKENS * calls
-        self.text.observe(sum(self.text.raw(message_text(m)) for m in added), counted)
+        counted = tokens - self.message_overhead * len(added)
+        content = sum(self.text.raw(str(m.get("content") or "")) for m in added)
+        calls = sum(self._calls_raw(m) for m in added)
+        if calls:
+            self.calls.add(content, calls, counted)
+            counted -= round(self.call_share * calls)
+        self.text.observe(content, counted)
 
     def _share_out(
         self, added: Sequence[dict[str, Any]], tokens: int, *, whole: bool = False
