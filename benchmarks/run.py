@@ -243,6 +243,117 @@ def naive_steps(summaries: dict[str, dict[str, dict[str, Any]]]) -> dict[str, in
     return out
 
 
+def headline(run: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of a run that a later run is compared on: per window (our loop) and for the whole run.
+
+    Works on any stored run (older runs lack some numbers: those are None)."""
+    windows: dict[str, dict[str, Any]] = {}
+    for window, by_variant in run.get("windows", {}).items():
+        ours = by_variant.get(OURS.name, {})
+        reference = by_variant.get(UNBOUNDED.name, {}).get("fresh_per_step")
+        blind = by_variant.get(NO_TOKENIZE.name, {}).get("estimate_error", {})
+        first = ours.get("first_token") or {}
+        fresh, again = ours.get("fresh_tokens"), ours.get("reevaluated_tokens")
+        windows[window] = {
+            "requests": ours.get("requests"),
+            "refused": ours.get("refused"),
+            "p95": ours.get("estimate_error", {}).get("p95"),
+            "p95_without_tokenize": blind.get("p95"),
+            "times_keep_all": round(ours["fresh_per_step"] / reference, 3)
+            if reference and ours.get("fresh_per_step") is not None
+            else None,
+            "reread_share": round(again / fresh, 4) if fresh and again is not None else None,
+            "trims_per_step": ours.get("trims_per_step"),
+            "unseen_trims": ours.get("unseen_trims"),
+            "ttft_trimmed_ms": (first.get("trimmed") or {}).get("ms_median"),
+            "ttft_untrimmed_ms": (first.get("untrimmed") or {}).get("ms_median"),
+            "trimmed_fresh": (first.get("trimmed") or {}).get("fresh_median"),
+        }
+    tasks = run.get("tasks") or {}
+    return {
+        "package": run.get("package"),
+        "mode": run.get("mode"),
+        "windows": windows,
+        "refused": run.get("overflows"),
+        "p95": (run.get("estimate_error") or {}).get("p95"),
+        "p95_without_tokenize": ((run.get("no_tokenize") or {}).get("estimate_error") or {}).get("p95"),
+        "loop_ms_per_step": {
+            w: r.get("loop_cpu_ms_per_step") for w, r in (run.get("overhead") or {}).items()
+        },
+        "load_ext_s": ((run.get("load_ext") or {}).get("twinny_magics") or {}).get("load_ext_s"),
+        "tasks": {name: c.get("passed") for name, c in (tasks.get("configs") or {}).items()}
+        if isinstance(tasks, dict)
+        else {},
+    }
+
+
+def comparison_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Two runs' headlines (:func:`headline`) side by side: before → after, each with its commit."""
+
+    def pair(old: Any, new: Any, spec: str) -> str:
+        def one(value: Any) -> str:
+            if value is None:
+                return "—"
+            return f"{value:.1%}" if spec == "%" else format(value, spec)
+
+        return f"{one(old)} → {one(new)}"
+
+    columns = [
+        ("refused", "refused", "d"),
+        ("p95 error", "p95", "%"),
+        ("p95, no /tokenize", "p95_without_tokenize", "%"),
+        ("× keep-all", "times_keep_all", ".2f"),
+        ("re-read", "reread_share", "%"),
+        ("trims/step", "trims_per_step", ".2f"),
+        ("unseen", "unseen_trims", "d"),
+        ("TTFT trimmed ms", "ttft_trimmed_ms", ".0f"),
+        ("TTFT untrimmed ms", "ttft_untrimmed_ms", ".0f"),
+    ]
+    lines = [
+        f"Against the earlier {after.get('mode') or 'run'}: before ({before.get('package')}) → "
+        f"after ({after.get('package')}), our loop on the real server",
+        f"{'window':>6} " + " ".join(f"{title:>19}" for title, _, _ in columns),
+    ]
+    windows = list(dict.fromkeys([*before.get("windows", {}), *after.get("windows", {})]))
+    for window in windows:
+        old, new = before["windows"].get(window, {}), after["windows"].get(window, {})
+        lines.append(
+            f"{window:>6} "
+            + " ".join(f"{pair(old.get(key), new.get(key), spec):>19}" for _, key, spec in columns)
+        )
+    lines.append(
+        f"whole run: refused {pair(before.get('refused'), after.get('refused'), 'd')}; estimate p95 "
+        f"{pair(before.get('p95'), after.get('p95'), '%')}, without /tokenize "
+        f"{pair(before.get('p95_without_tokenize'), after.get('p95_without_tokenize'), '%')}; "
+        f"%load_ext {pair(before.get('load_ext_s'), after.get('load_ext_s'), '.3f')} s"
+    )
+    for window in dict.fromkeys([*before.get("loop_ms_per_step", {}), *after.get("loop_ms_per_step", {})]):
+        lines.append(
+            f"loop CPU per step at {window}: "
+            + pair(before["loop_ms_per_step"].get(window), after["loop_ms_per_step"].get(window), ".2f")
+            + " ms"
+        )
+    for name in dict.fromkeys([*before.get("tasks", {}), *after.get("tasks", {})]):
+        lines.append(
+            f"tasks passed, {name}: {pair(before['tasks'].get(name), after['tasks'].get(name), 'd')}"
+        )
+    return "\n".join(lines)
+
+
+def compare_stored(mode: str, earlier: Path, results: Path = RESULTS) -> None:
+    """Print the stored ``mode`` run against ``mode``'s run in ``earlier`` and keep that as its ``before``."""
+    stored = json.loads(results.read_text(encoding="utf-8"))
+    old = json.loads(earlier.read_text(encoding="utf-8")).get(mode)
+    if mode not in stored or old is None:
+        raise SystemExit(f"no {mode} run to compare: {results} and {earlier} must both hold one")
+    run = stored[mode]
+    run["before"] = headline(old)
+    if stored.get("package") == run.get("package") and stored.get("seconds") == run.get("seconds"):
+        stored["before"] = run["before"]  # the top is this run
+    results.write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")
+    print(comparison_table(run["before"], headline(run)))
+
+
 def package_version() -> str:
     """The commit the package was run at, ``+changes`` when its files differ from it (a shared tree)."""
     root = Path(__file__).resolve().parent.parent
@@ -283,7 +394,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="only the task benchmark (it writes results_tasks.json; results.json is left alone)",
     )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="FILE",
+        help="only compare: the stored run of this mode against the same mode's run in FILE (an earlier "
+        "results.json, e.g. from `git show REV:benchmarks/results.json`); kept as its `before`",
+    )
     args = parser.parse_args(argv)
+    if args.compare:
+        compare_stored("quick" if args.quick else "full", args.compare)
+        return
     if args.tasks_only:
         bench_tasks_main(["--quick"] if args.quick else [])
         return
@@ -379,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     kept = {k: previous[k] for k in ("quick", "full", "partial") if k in previous}
+    if not args.windows and mode in previous:
+        run["before"] = headline(previous[mode])  # the earlier run of this mode, to compare with
     if args.windows:
         # A part of a run is kept beside the whole ones, never in their place.
         run["mode"] = mode = f"{mode}, windows {', '.join(str(w) for w in args.windows)}"
@@ -395,6 +518,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{_pct(no_tokenize['estimate_error']['p95'])}, worst under "
         f"{_pct(no_tokenize['estimate_error']['worst_under'])}). Wrote {RESULTS}"
     )
+    if "before" in run:
+        print(flush=True)
+        print(comparison_table(run["before"], headline(run)), flush=True)
     goal = run["goal"]
     print(
         "Goal: p95 ≤ 5% "
