@@ -664,6 +664,7 @@ def keep_everything(
     newest_step: int | None = None,
     *,
     last: bool = False,
+    earlier: Fit | None = None,
 ) -> Fit:
     """The naive loop: never trims (the server refuses what does not fit)."""
     estimate = count(messages)
@@ -681,9 +682,10 @@ def to_share(share: float) -> FitFunction:
         newest_step: int | None = None,
         *,
         last: bool = False,
+        earlier: Fit | None = None,
     ) -> Fit:
         goal = int(share * limit) if limit > 0 else target
-        return fit(messages, limit, goal, count, newest_step, last=last)
+        return fit(messages, limit, goal, count, newest_step, last=last, earlier=earlier)
 
     return fitted
 
@@ -696,11 +698,13 @@ def newest_first(
     newest_step: int | None = None,
     *,
     last: bool = False,
+    earlier: Fit | None = None,
 ) -> Fit:
     """Our three passes, but newest first within each: the prompt's prefix (and its cache) survives."""
     current = list(messages)
     before = count(current)
-    if before <= limit:
+    said = list(earlier.trims) if earlier is not None else []
+    if before <= limit and not said:
         return Fit(current, (), before, before, limit, target, False)
     newest = (
         newest_step
@@ -714,7 +718,7 @@ def newest_first(
     )
     trims: list[Trim] = []
     estimate = before
-    for number, eligible in enumerate(passes, start=1):
+    for number, eligible in enumerate(passes if before > limit else (), start=1):
         for index in reversed(range(len(current))):
             if estimate <= target:
                 break
@@ -729,10 +733,12 @@ def newest_first(
                 Trim(index, result.step, result.call.name, len(result.output), len(done.output), number)
             )
             estimate = count(current)
-    if trims:
-        say_trims(current, trims, last=last)
-        estimate = count(current)
-    return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit)
+    if not said + trims:
+        return Fit(current, (), before, estimate, limit, target, estimate > limit)
+    unsaid = list(current)
+    say_trims(current, said + trims, last=last)
+    estimate = count(current)
+    return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit, unsaid)
 
 
 @contextmanager

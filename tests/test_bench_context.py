@@ -6,6 +6,7 @@ streamed nothing (no first token) and windows where nothing was trimmed.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,20 @@ from typing import Any
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-from bench_context import OURS, Run, summarise_first_tokens, summarise_runs  # noqa: E402
-from run import first_token_table  # noqa: E402 - the benchmarks folder is not a package
+from bench_context import (  # noqa: E402
+    NO_TOKENIZE,
+    OURS,
+    UNBOUNDED,
+    Run,
+    keep_everything,
+    newest_first,
+    summarise_first_tokens,
+    summarise_runs,
+    to_share,
+)
+from run import comparison_table, first_token_table, headline  # noqa: E402 - not a package
+
+from twinny_magics.budget import fit  # noqa: E402
 
 
 def row(step: int, fresh: int, first: float | None, *, trimmed: int = 0, cached: int = 100) -> dict[str, Any]:
@@ -84,3 +97,50 @@ def test_only_evaluated_runs_have_the_time_to_first_token_and_the_table_prints_g
     assert table.startswith("Time to first token (our loop on the real server)")
     assert "  2048    1     500     500" in table
     assert "—" in table  # no trimmed request, no line through one point
+
+
+def test_every_trimming_policy_takes_what_the_loop_passes_to_fit() -> None:
+    # The benchmark puts these in the place of the package's fit: a keyword fit gained (``earlier``, for
+    # a refit) and they lacked ended a full run after 10 minutes.
+    wanted = set(inspect.signature(fit).parameters)
+    for policy in (keep_everything, newest_first, to_share(0.4)):
+        assert set(inspect.signature(policy).parameters) == wanted, policy
+
+
+def stored_run(package: str, times: float, p95: float, ttft: float | None) -> dict[str, Any]:
+    """A run as results.json keeps it, with just the numbers the comparison reads."""
+    first = None if ttft is None else {"trimmed": {"n": 3, "ms_median": ttft, "fresh_median": 200}}
+    ours = {"requests": 87, "refused": 0, "estimate_error": {"p95": 0.01}, "fresh_per_step": 100 * times}
+    ours |= {"fresh_tokens": 1000, "reevaluated_tokens": 50, "trims_per_step": 1.0, "unseen_trims": 2}
+    if first:
+        ours["first_token"] = first
+    return {
+        "package": package,
+        "mode": "full",
+        "windows": {
+            "2048": {
+                OURS.name: ours,
+                UNBOUNDED.name: {"fresh_per_step": 100.0},
+                NO_TOKENIZE.name: {"estimate_error": {"p95": p95}},
+            }
+        },
+        "overflows": 0,
+        "estimate_error": {"p95": 0.01},
+        "no_tokenize": {"estimate_error": {"p95": p95}},
+        "overhead": {"2048": {"loop_cpu_ms_per_step": 1.5}},
+        "load_ext": {"twinny_magics": {"load_ext_s": 0.02}},
+        "tasks": {"configs": {"ours": {"passed": 5}}},
+    }
+
+
+def test_the_comparison_shows_each_number_before_and_after_with_the_commits() -> None:
+    old = headline(stored_run("aaaa111", 1.29, 0.117, None))  # an older run had no time to first token
+    new = headline(stored_run("bbbb222", 1.05, 0.037, 2874.5))
+    table = comparison_table(old, new)
+    assert "before (aaaa111)" in table
+    assert "after (bbbb222)" in table
+    line = next(line for line in table.splitlines() if line.strip().startswith("2048"))
+    assert "1.29 → 1.05" in line
+    assert "11.7% → 3.7%" in line
+    assert "— → 2874" in line
+    assert "tasks passed, ours: 5 → 5" in table
