@@ -57,7 +57,7 @@ from twinny_magics.budget import (
     fit,
     message_chars,
     message_text,
-    say_trims,
+    noted_fit,
     tools_chars,
     trim,
 )
@@ -703,8 +703,7 @@ def newest_first(
     """Our three passes, but newest first within each: the prompt's prefix (and its cache) survives."""
     current = list(messages)
     before = count(current)
-    said = list(earlier.trims) if earlier is not None else []
-    if before <= limit and not said:
+    if before <= limit and earlier is None:
         return Fit(current, (), before, before, limit, target, False)
     newest = (
         newest_step
@@ -733,12 +732,7 @@ def newest_first(
                 Trim(index, result.step, result.call.name, len(result.output), len(done.output), number)
             )
             estimate = count(current)
-    if not said + trims:
-        return Fit(current, (), before, estimate, limit, target, estimate > limit)
-    unsaid = list(current)
-    say_trims(current, said + trims, last=last)
-    estimate = count(current)
-    return Fit(current, tuple(trims), before, estimate, limit, target, estimate > limit, unsaid)
+    return noted_fit(current, trims, (), before, estimate, limit, target, count, last=last, earlier=earlier)
 
 
 @contextmanager

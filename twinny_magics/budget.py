@@ -207,7 +207,7 @@ def tools_text(tools: Sequence[dict[str, Any]] | None) -> str:
 
 
 #: How much the prior that a native call weighs what its text is estimated to weigh counts, as a row of
-#: the least squares: a call's estimate, in tokens (about two calls' worth).
+#: the least squares: a call's estimate, in tokens (about one call's worth).
 CALL_PRIOR_TOKENS = 15.0
 #: ... and as much as a typical tool result, the text factor's own prior row.
 CONTENT_PRIOR_TOKENS = 400.0
@@ -663,6 +663,11 @@ class Fit:
     unsaid: list[Message] | None = None
     dropped: tuple[ToolResult, ...] = ()
 
+    @property
+    def before_note(self) -> list[Message]:
+        """The messages as fitted, before any note was added: where a later fit of the request starts."""
+        return self.unsaid if self.unsaid is not None else self.messages
+
 
 def fit(
     messages: Sequence[Message],
@@ -697,8 +702,29 @@ def fit(
         estimate = _trim_passes(current, trims, before, target, count, newest=newest_step)
         if estimate > limit:
             dropped = _drop_old_steps(current, trims, target, count)
-    said = [*earlier.trims, *trims] if earlier is not None else trims
-    gone = [*earlier.dropped, *dropped] if earlier is not None else dropped
+    return noted_fit(
+        current, trims, dropped, before, estimate, limit, target, count, last=last, earlier=earlier
+    )
+
+
+def noted_fit(  # noqa: PLR0917 - the whole of what a fit found, as fit names it
+    current: list[Message],
+    trims: Sequence[Trim],
+    dropped: Sequence[ToolResult],
+    before: int,
+    estimate: int,
+    limit: int,
+    target: int,
+    count: Callable[[Sequence[Message]], int],
+    *,
+    last: bool,
+    earlier: Fit | None,
+) -> Fit:
+    """What a fit of ``current`` (estimated ``before`` it, ``estimate`` after) comes to: the note on its
+    ``trims`` and ``dropped`` steps, and on those of the ``earlier`` fit it goes on from, said once at
+    the end."""
+    said = [*earlier.trims, *trims] if earlier is not None else list(trims)
+    gone = [*earlier.dropped, *dropped] if earlier is not None else list(dropped)
     if not said:
         return Fit(current, (), before, estimate, limit, target, estimate > limit)
     unsaid = list(current)

@@ -200,8 +200,7 @@ class Weighing:
         if fitted.trims:
             # The stubs and the note are new text: count them too, then make sure the exact total still fits.
             await self.learn_exact_counts(fitted.messages, tools)
-            unsaid = fitted.unsaid if fitted.unsaid is not None else fitted.messages
-            refit = fit(unsaid, plan.limit, target, count, last=last, earlier=fitted)
+            refit = fit(fitted.before_note, plan.limit, target, count, last=last, earlier=fitted)
             fitted = replace(refit, trims=fitted.trims + refit.trims, estimate_before=fitted.estimate_before)
         return Weighed(fitted, tools, loop.mode, plan, target)
 
@@ -213,12 +212,10 @@ class Weighing:
         one), that window is planned for, and kept to until the probe's answer has expired.
         """
         loop = self.loop
-        plan, tools, messages = weighed.plan, weighed.tools, weighed.messages
+        plan, tools, earlier = weighed.plan, weighed.tools, weighed.fitted
         if error.prompt_tokens:
-            loop.counter.observe(render(messages, loop.mode), tools, error.prompt_tokens)
-        earlier = weighed.fitted
-        if earlier.unsaid is not None:
-            messages = earlier.unsaid  # trimmed again below: one note says what both fits did
+            loop.counter.observe(render(weighed.messages, loop.mode), tools, error.prompt_tokens)
+        messages = earlier.before_note  # trimmed again below: one note says what both fits did
         if error.window and error.window < plan.window:
             self.window_cap = (error.window, time.monotonic() + WINDOW_CAP_SECONDS)
             plan = self.plan(error.window)
