@@ -1,4 +1,4 @@
-"""The task benchmark's workspace and tasks: the source of toolz 1.0.0, a notebook that uses it, 36 tasks.
+"""The task benchmark's first code base: the source of toolz 1.0.0, a notebook that uses it, 37 tasks.
 
 The workspace is real code nobody here wrote: the sdist of ``toolz==1.0.0`` from PyPI (BSD-3), pinned
 by sha256, unpacked at run time, plus ``notebooks/orders.ipynb`` (written here, with its outputs). Why
@@ -8,142 +8,102 @@ sandbox/, tlz/) with their tests beside them, files too big for one read at a 4,
 there), cross-module imports to ask about, and content that does not move: 1.0.0 is a mature release of
 a slow-moving library, and the archive is checked byte for byte.
 
-Every task has a kind (``KINDS``) and a check made from the source itself where it can be (line numbers
-and counts are computed, values asserted), so a task can never disagree with the files. Answers are
-judged by :class:`Answer`, which reads the way models write: ``toolz/itertoolz.py``, ``itertoolz.py``,
-``toolz.itertoolz`` and "the itertoolz module" are one file; ``two`` is 2. With one thing asked, the
-candidate the answer names *first* is its answer (so "in utils.py; itertoolz.py imports it" passes, and
-"itertoolz.py, or maybe utils.py" does not); with several asked, all must be named and no listed wrong
-one. A reply the model did not answer (the loop then lists what its steps found) fails, even when that
-list holds the answer. Edits are judged on the files: the target with exactly the intended change (a
-little whitespace or quoting aside) and no other file changed (:class:`~twinny_magics.experiment.Files`).
+Every task has a kind (``KINDS``: the first nine kinds of the benchmark) and a check made from the source
+itself where it can be (line numbers and counts are computed, values asserted), so a task can never
+disagree with the files; how answers and edits are judged is :mod:`tasks_common`'s (shared by every code
+base). toolz is a development code base: the loop was tuned on it.
 
 ``python benchmarks/tasks_toolz.py fetch`` puts the sdist in the cache (``scripts/setup.sh`` does, for
-the tests); ``check`` says whether it is there.
+the tests, with every code base's: ``benchmarks/tasks_all.py fetch``); ``check`` says whether it is there.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from twinny_magics.experiment import Files, Question
+# The judging and the task machinery are shared by every code base (tasks_common); their names stay
+# importable from here, as the tests and older scripts use them.
+from tasks_common import (
+    _NUMBER_WORDS,
+    IDK,
+    Answer,
+    Cells,
+    Edit,
+    Sdist,
+    Source,
+    SourceMissing,
+    Task,
+    Term,
+    apply_edits,
+    cache_dir,
+    check_unique,
+    edit_pattern,
+    edited,
+    line_task,
+    name_term,
+    no_answer_prefix,
+    number_term,
+    path_term,
+    regex_term,
+    sha256,
+    text_term,
+    unlisted,
+    write_notebook,
+)
+from tasks_common import notebook_json as _notebook_json
+from tasks_common import select as _select
 
-if TYPE_CHECKING:
-    from twinny_magics.events import Reply
+from twinny_magics.experiment import Files
+
+__all__ = [
+    "IDK",
+    "Answer",
+    "Edit",
+    "SourceMissing",
+    "Task",
+    "Term",
+    "apply_edits",
+    "cache_dir",
+    "edit_pattern",
+    "edited",
+    "name_term",
+    "no_answer_prefix",
+    "number_term",
+    "path_term",
+    "regex_term",
+    "sha256",
+    "text_term",
+    "unlisted",
+]
 
 # -- the pinned source --------------------------------------------------------------------------------
 
 PACKAGE = "toolz"
 VERSION = "1.0.0"
-SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
 SDIST_SHA256 = "2c86e3d9a04798ac556793bced838816296a2f085017664e4995cb40a1047a02"
+PIN = Sdist(PACKAGE, VERSION, SDIST_SHA256)
+SDIST = PIN.file
 NOTEBOOK = "notebooks/orders.ipynb"
-
-
-def cache_dir() -> Path:
-    """Where the sdist is kept: ``$TWINNY_BENCH_CACHE``, else the user's cache folder (outside the repo)."""
-    own = os.environ.get("TWINNY_BENCH_CACHE")
-    if own:
-        return Path(own)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "twinny_magics" / "sdists"
-
-
-def sha256(path: Path) -> str:
-    """The file's sha256, hex."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-class SourceMissing(RuntimeError):
-    """The pinned sdist is not in the cache (or is not the pinned file)."""
 
 
 def cached_sdist(cache: Path | None = None) -> Path:
     """The pinned sdist in the cache, checked by sha256; SourceMissing says how to get it."""
-    path = (cache or cache_dir()) / SDIST
-    if not path.is_file():
-        raise SourceMissing(
-            f"The task benchmark's source ({SDIST}) is not in {path.parent}. Fetch it (PyPI only, checked "
-            "by sha256): `.venv/bin/python benchmarks/tasks_toolz.py fetch` — or `source scripts/setup.sh "
-            "&& setup_bench_sources`; scripts/test.sh does it."
-        )
-    digest = sha256(path)
-    if digest != SDIST_SHA256:
-        raise SourceMissing(
-            f"{path} is not the pinned {SDIST} (sha256 {digest}, expected {SDIST_SHA256}); delete it and "
-            "fetch it again: `.venv/bin/python benchmarks/tasks_toolz.py fetch`."
-        )
-    return path
+    return PIN.cached(cache)
 
 
 def fetch_sdist(cache: Path | None = None, *, quiet: bool = True) -> Path:
     """The pinned sdist, downloaded from PyPI with pip when it is not cached yet; checked by sha256."""
-    folder = cache or cache_dir()
-    try:
-        return cached_sdist(folder)
-    except SourceMissing:
-        pass
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="twinny-sdist-") as temp:
-        command = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "--disable-pip-version-check",
-            "-d",
-            temp,
-            f"{PACKAGE}=={VERSION}",
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        got = Path(temp) / SDIST
-        if done.returncode != 0 or not got.is_file():
-            raise SourceMissing(
-                f"pip could not download {SDIST}:\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
-            )
-        digest = sha256(got)
-        if digest != SDIST_SHA256:
-            raise SourceMissing(f"PyPI gave a {SDIST} with sha256 {digest}, not the pinned {SDIST_SHA256}.")
-        shutil.move(str(got), folder / SDIST)
-    if not quiet:
-        print(f"fetched {SDIST} into {folder}")
-    return cached_sdist(folder)
+    return PIN.fetch(cache, quiet=quiet)
 
 
 def unpack(sdist: Path, root: Path) -> Path:
     """The sdist's files under ``root`` (its top folder stripped), and the notebook; returns ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
-    top = f"{PACKAGE}-{VERSION}/"
-    with tarfile.open(sdist, "r:gz") as archive:
-        for member in archive.getmembers():
-            if not member.isfile() or not member.name.startswith(top):
-                continue  # folders are made as needed; nothing else (links, devices) is taken
-            rel = PurePosixPath(member.name[len(top) :])
-            if rel.is_absolute() or ".." in rel.parts:
-                raise ValueError(f"{sdist} holds a path outside its folder: {member.name}")
-            target = root.joinpath(*rel.parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = archive.extractfile(member)
-            assert source is not None
-            target.write_bytes(source.read())
-    notebook = root / NOTEBOOK
-    notebook.parent.mkdir(parents=True, exist_ok=True)
-    notebook.write_text(json.dumps(notebook_json(), indent=1) + "\n", encoding="utf-8")
+    PIN.unpack(sdist, root)
+    write_notebook(root, NOTEBOOK, NOTEBOOK_CELLS)
     return root
 
 
@@ -156,7 +116,7 @@ def build_workspace(root: Path, cache: Path | None = None) -> Path:
 
 #: (kind, source, output of the cell's last expression or None). The outputs are what running the cells
 #: against toolz 1.0.0 gives (tests/test_bench_tasks.py runs them to check).
-NOTEBOOK_CELLS: tuple[tuple[str, str, str | None], ...] = (
+NOTEBOOK_CELLS: Cells = (
     ("markdown", "# Orders by region\n\nLast week's orders, summed per region with toolz.", None),
     (
         "code",
@@ -199,314 +159,25 @@ NOTEBOOK_CELLS: tuple[tuple[str, str, str | None], ...] = (
 
 def notebook_json() -> dict[str, Any]:
     """The notebook as nbformat 4 JSON, with its outputs."""
-    cells = []
-    count = 0
-    for kind, source, output in NOTEBOOK_CELLS:
-        lines = source.splitlines(keepends=True)
-        if kind == "markdown":
-            cells.append({"cell_type": "markdown", "metadata": {}, "source": lines})
-            continue
-        count += 1
-        outputs = []
-        if output is not None:
-            outputs.append(
-                {
-                    "data": {"text/plain": [output]},
-                    "execution_count": count,
-                    "metadata": {},
-                    "output_type": "execute_result",
-                }
-            )
-        cells.append(
-            {
-                "cell_type": "code",
-                "execution_count": count,
-                "metadata": {},
-                "outputs": outputs,
-                "source": lines,
-            }
-        )
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-
-
-# -- judging answers -------------------------------------------------------------------------------------
-
-
-def no_answer_prefix() -> str:
-    """How the loop starts a reply whose model wrote a call instead of an answer (see twinny_magics.notes)."""
-    from twinny_magics import notes
-
-    return str(getattr(notes, "NO_ANSWER", "The model did not answer"))
-
-
-@dataclass(frozen=True)
-class Term:
-    """One thing an answer may say, in the spellings models write it."""
-
-    label: str
-    pattern: re.Pattern[str]
-
-    def find(self, text: str) -> int | None:
-        """Where the answer first says it, or None."""
-        found = self.pattern.search(text)
-        return found.start() if found else None
-
-
-def _term(label: str, alternatives: Iterable[str], flags: int = re.IGNORECASE) -> Term:
-    return Term(label, re.compile("|".join(f"(?:{a})" for a in alternatives), flags))
-
-
-# A name is not part of a longer name: `recipes.py` is not inside `test_recipes.py`.
-_LEFT = r"(?<![\w-])"
-_RIGHT = r"(?![\w-])"
-
-
-def path_term(rel: str, files: Sequence[str], *, bare: bool = False) -> Term:
-    """A file of the workspace as an answer may name it.
-
-    Any tail of its path that names it alone (``parallel.py``; ``toolz/__init__.py``, since there are
-    several ``__init__.py``), with or without ``.py`` when the tail has a folder; the module's dotted
-    name (``toolz.sandbox.parallel``, ``sandbox.parallel``); "the parallel module"; and with ``bare``,
-    the stem alone (for names nothing else is called: ``itertoolz``).
-    """
-    parts = rel.split("/")
-    for k in range(1, len(parts) + 1):
-        tail = "/".join(parts[-k:])
-        if sum(1 for f in files if f == tail or f.endswith("/" + tail)) == 1:
-            break
-    else:
-        raise ValueError(f"{rel} is not a file of the workspace")
-    stem_parts = [*parts[:-1], parts[-1].removesuffix(".py")]
-    unique = "/".join(stem_parts[-k:])
-    stem = stem_parts[-1]
-    alternatives = []
-    if k > 1 or bare:
-        alternatives.append(_LEFT + re.escape(unique) + r"(?:\.py)?" + _RIGHT)
-    else:
-        alternatives.append(_LEFT + re.escape(unique) + r"\.py" + _RIGHT)
-    if rel.endswith(".py") and stem != "__init__":
-        dotted = ".".join(stem_parts[-max(k, 2) :])
-        if "." in dotted:
-            alternatives.append(_LEFT + re.escape(dotted) + _RIGHT)
-        if k == 1:
-            alternatives.append(_LEFT + re.escape(stem) + r"[`'\"]?\s+(?:module|file)\b")
-        if bare:
-            alternatives.append(_LEFT + re.escape(stem) + _RIGHT)
-    return _term(rel, alternatives)
-
-
-_NUMBER_WORDS = (
-    *("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"),
-    *("eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen"),
-    *("nineteen", "twenty"),
-)
-
-
-def number_term(n: int) -> Term:
-    """A whole number, in digits (not inside another number or a version: 8 is not in 3.8 or 128) or words."""
-    alternatives = [rf"(?<![\w.,]){n}(?![\w]|[.,]\d)"]
-    if 0 <= n < len(_NUMBER_WORDS):
-        alternatives.append(rf"\b{_NUMBER_WORDS[n]}\b")
-    return _term(str(n), alternatives)
-
-
-def name_term(name: str, *, case: bool = True) -> Term:
-    """An identifier (``dict``, ``return_none``), not inside a longer one; case-sensitive by default."""
-    return _term(name, [_LEFT + re.escape(name) + _RIGHT], 0 if case else re.IGNORECASE)
-
-
-def text_term(text: str) -> Term:
-    """A piece of text, any case."""
-    return _term(text, [re.escape(text)])
-
-
-def regex_term(label: str, *patterns: str, flags: int = re.IGNORECASE) -> Term:
-    """Spellings given as regular expressions."""
-    return _term(label, patterns, flags)
-
-
-#: A numbered list's markers ("1. ", "2) "): a count answered as a list is not "1" because it starts at one.
-_LIST_MARKER = re.compile(r"^([ \t]*)\d{1,3}[.)][ \t]+(?=\S)", re.MULTILINE)
-
-
-def unlisted(text: str) -> str:
-    """``text`` without the markers of a numbered list (two or more such lines), which are not answers."""
-    return _LIST_MARKER.sub(r"\1", text) if len(_LIST_MARKER.findall(text)) >= 2 else text
-
-
-class Answer:
-    """A check of an answer: it names what is right and not what is wrong (see the module docstring).
-
-    With one right term, the candidate named first decides; with several, every right one must be named
-    and no wrong one. Callable as an experiment check ``(reply, workspace) -> True | reason``.
-    """
-
-    def __init__(self, right: Sequence[Term], wrong: Sequence[Term] = ()) -> None:
-        if not right:
-            raise ValueError("An answer check needs at least one right term.")
-        self.right = tuple(right)
-        self.wrong = tuple(wrong)
-        # The experiment saves a function check by this name and refuses to resume results whose checks
-        # differ; the terms are in it, so a changed check is a changed name.
-        said = "+".join(t.label for t in self.right)
-        unsaid = ",".join(t.label for t in self.wrong)
-        self.__qualname__ = f"Answer[{said}{' not ' + unsaid if unsaid else ''}]"
-
-    def __repr__(self) -> str:
-        return self.__qualname__
-
-    def grade(self, text: str) -> bool | str:
-        """True when ``text`` is a right answer, else why not."""
-        text = unlisted(text)
-        if len(self.right) == 1:
-            at = self.right[0].find(text)
-            if at is None:
-                return f"the answer does not say {self.right[0].label}"
-            earlier = [t.label for t in self.wrong if (w := t.find(text)) is not None and w <= at]
-            if earlier:
-                return f"the answer names {earlier[0]} first (not {self.right[0].label})"
-            return True
-        missing = [t.label for t in self.right if t.find(text) is None]
-        if missing:
-            return "the answer does not say " + ", ".join(missing)
-        said = [t.label for t in self.wrong if t.find(text) is not None]
-        if said:
-            return "the answer also says " + ", ".join(said)
-        return True
-
-    def __call__(self, reply: Reply, workspace: Path) -> bool | str:
-        text = reply.text or ""
-        if text.startswith(no_answer_prefix()):
-            return "the model did not answer (the loop listed what its steps found)"
-        return self.grade(text)
-
-
-# -- judging edits ---------------------------------------------------------------------------------------
-
-
-def edited(text: str, old: str, new: str) -> str:
-    """``text`` with its one occurrence of ``old`` replaced by ``new`` (ValueError if not exactly one)."""
-    if text.count(old) != 1:
-        raise ValueError(f"{old!r} occurs {text.count(old)} times, not once")
-    return text.replace(old, new)
-
-
-def edit_pattern(text: str, old: str, new: str) -> re.Pattern[str]:
-    """The whole file after one intended change: ``old`` (exactly once in ``text``) became text matching
-    the regex ``new``, and nothing else changed."""
-    at = text.find(old)
-    if at < 0 or text.count(old) != 1:
-        raise ValueError(f"{old!r} occurs {text.count(old)} times, not once")
-    return re.compile(r"\A" + re.escape(text[:at]) + new + re.escape(text[at + len(old) :]) + r"\Z")
+    return _notebook_json(NOTEBOOK_CELLS)
 
 
 # -- the tasks -------------------------------------------------------------------------------------------
 
-#: The kinds, in the order tables show them.
+#: The kinds of toolz's tasks, in the order tables show them (the benchmark's first nine).
 KINDS = ("locate", "value", "line", "count", "cross-file", "grep-read", "notebook", "big-file", "edit")
 
-IDK = "I don't know."
 #: What the benchmark promises (tests/test_bench_tasks.py holds it to it).
 MIN_TASKS = 30
 MIN_EDITS = 5
-
-
-@dataclass(frozen=True)
-class Edit:
-    """A change to one file: ``old`` (once in it) becomes ``new``."""
-
-    path: str
-    old: str
-    new: str
-
-
-@dataclass(frozen=True)
-class Task:
-    """A question about the workspace, its kind and its check, with answers to test the check on.
-
-    ``right``: answers that must pass (the first is the reference); ``wrong``: plausible wrong ones that
-    must fail. For an edit: ``edit`` is the reference change and ``wrong_edits`` changes that must fail
-    (each a list of changes, and files it adds).
-    """
-
-    name: str
-    kind: str
-    question: str
-    check: Answer | Files
-    right: tuple[str, ...] = ()
-    wrong: tuple[str, ...] = ()
-    edit: Edit | None = None
-    wrong_edits: tuple[tuple[Edit, ...], ...] = ()
-    quick: bool = False
-
-    def as_question(self) -> Question:
-        """The task as an experiment question."""
-        return Question(self.question, self.check, name=self.name)
-
-
-@dataclass
-class _Source:
-    """The workspace's files, read once, and the facts tasks are made from."""
-
-    root: Path
-    files: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.files = sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
-
-    def text(self, rel: str) -> str:
-        return (self.root / rel).read_text(encoding="utf-8")
-
-    def line_of(self, rel: str, start: str) -> int:
-        """The number of the one line of ``rel`` that starts with ``start``."""
-        found = [n for n, line in enumerate(self.text(rel).splitlines(), 1) if line.startswith(start)]
-        if len(found) != 1:
-            raise ValueError(f"{len(found)} lines of {rel} start with {start!r}")
-        return found[0]
-
-    def count(self, rel: str, pattern: str) -> int:
-        """Lines of ``rel`` matching ``pattern``."""
-        return sum(1 for line in self.text(rel).splitlines() if re.search(pattern, line))
-
-    def has(self, rel: str, snippet: str) -> str:
-        """``snippet``, after checking ``rel`` holds it (a task's fact, asserted against the source)."""
-        if snippet not in self.text(rel):
-            raise ValueError(f"{rel} does not hold {snippet!r}")
-        return snippet
-
-    def path(self, rel: str, *, bare: bool = False) -> Term:
-        if rel not in self.files:
-            raise ValueError(f"{rel} is not in the workspace")
-        return path_term(rel, self.files, bare=bare)
-
-
-def _line_task(
-    src: _Source, name: str, rel: str, start: str, *, what: str, other: int, quick: bool = False
-) -> Task:
-    """Which line of ``rel`` starts with ``start``; wrong: the lines around it and ``other``'s line."""
-    n = src.line_of(rel, start)
-    return Task(
-        name,
-        "line",
-        f"On which line of {rel} is {what} defined? Give the line number.",
-        Answer([number_term(n)], [number_term(n - 1), number_term(n + 1), number_term(other)]),
-        right=(f"Line {n}.", f"{what} starts at line {n} of {rel}", f"{rel}:{n}"),
-        wrong=(f"Line {n - 1}.", f"line {n + 1}", f"It is on line {other}."),
-        quick=quick,
-    )
+#: The name the shared Source had here.
+_Source = Source
+_line_task = line_task
 
 
 def build_tasks(root: Path) -> list[Task]:
     """Every task, made from the workspace at ``root`` (facts read from its files and checked there)."""
-    src = _Source(root)
+    src = Source(root)
     path = src.path
     itertoolz, functoolz, dicttoolz = "toolz/itertoolz.py", "toolz/functoolz.py", "toolz/dicttoolz.py"
     parallel = "toolz/sandbox/parallel.py"
@@ -1083,49 +754,13 @@ def build_tasks(root: Path) -> list[Task]:
             ],
         )
     )
-    _check_unique(tasks)
+    check_unique(tasks, KINDS)
     return tasks
-
-
-def _check_unique(tasks: Sequence[Task]) -> None:
-    names = [t.name for t in tasks]
-    if len(set(names)) != len(names):
-        raise ValueError("two tasks share a name")
-    unknown = {t.kind for t in tasks} - set(KINDS)
-    if unknown:
-        raise ValueError(f"unknown task kinds: {sorted(unknown)}")
-
-
-def apply_edits(root: Path, edits: Iterable[Edit]) -> list[str]:
-    """Make ``edits`` in the workspace at ``root`` (an ``old`` of "" writes a new file); the paths changed."""
-    changed: list[str] = []
-    for change in edits:
-        target = root / change.path
-        if change.old == "":
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(change.new, encoding="utf-8")
-        else:
-            target.write_text(
-                edited(target.read_text(encoding="utf-8"), change.old, change.new), encoding="utf-8"
-            )
-        if change.path not in changed:
-            changed.append(change.path)
-    return changed
 
 
 def select(tasks: Sequence[Task], wanted: str | None, *, quick: bool = False) -> list[Task]:
     """The tasks ``wanted`` names (comma-separated task names or kinds; None: all, or the quick set)."""
-    if not wanted:
-        return [t for t in tasks if t.quick] if quick else list(tasks)
-    words = [w.strip() for w in wanted.split(",") if w.strip()]
-    known = {t.name for t in tasks} | set(KINDS)
-    unknown = [w for w in words if w not in known]
-    if unknown:
-        raise ValueError(
-            f"no task or kind named {', '.join(unknown)}; kinds: {', '.join(KINDS)}; "
-            f"tasks: {', '.join(t.name for t in tasks)}"
-        )
-    return [t for t in tasks if t.name in words or t.kind in words]
+    return _select(tasks, wanted, quick=quick, kinds=KINDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
