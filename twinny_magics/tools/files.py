@@ -8,6 +8,7 @@ inside its limit and says how to ask for the rest, because a small model's windo
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
 import logging
 import os
@@ -16,6 +17,7 @@ import stat
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import pathspec
 import regex
 
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.redact import MASK, mask_secrets
 from twinny_magics.tools.base import ToolLimits, call_text, cut_line
 from twinny_magics.tools.notebook import notebook_lines
 from twinny_magics.tools.paths import Confinement, Entry, Target, open_file, shown
@@ -566,9 +569,11 @@ def grep(
 ) -> str:
     """Lines matching a Python regex, as ``file:line: text``, within the match and time limits.
 
-    One file that cannot be searched (unreadable, vanished, a malformed notebook, too slow for the
-    pattern) is counted and named in a note; it never fails the search. The time bounds default to
-    `GREP_FILE_SECONDS` and `GREP_CALL_SECONDS`; ``stop`` ends the search early (a cancelled reply).
+    The pattern is matched against each file as the tools show it, secrets masked (`shown_text`), never
+    against what the mask hides. One file that cannot be searched (unreadable, vanished, a malformed
+    notebook, too slow for the pattern) is counted and named in a note; it never fails the search. The
+    time bounds default to `GREP_FILE_SECONDS` and `GREP_CALL_SECONDS`; ``stop`` ends the search early (a
+    cancelled reply).
     """
     file_seconds = GREP_FILE_SECONDS if file_seconds is None else file_seconds
     call_seconds = GREP_CALL_SECONDS if call_seconds is None else call_seconds
@@ -717,7 +722,8 @@ def _grep_text(entry: Target | Entry, limits: ToolLimits) -> str | None:
     """The text grep searches in a file (a notebook's cell view), or None for one it passes over.
 
     Read once, at most ``grep_file_bytes`` (+1, to tell a file that grew), with line ends made ``\\n``
-    as text mode would; a file that turns binary (a NUL byte) is searched up to it.
+    as text mode would; a file that turns binary (a NUL byte) is searched up to it. What is returned is
+    the text as shown, secrets masked (`shown_text`).
     """
     if not is_regular(entry.real):
         return None  # a pipe or a device: opening it could block
@@ -725,7 +731,7 @@ def _grep_text(entry: Target | Entry, limits: ToolLimits) -> str | None:
         raise _TooLarge
     if entry.real.suffix == ".ipynb":
         with open_file(entry) as raw:
-            return "\n".join(notebook_lines(raw, entry.rel))
+            return shown_text("\n".join(notebook_lines(raw, entry.rel)))
     with open_file(entry) as handle:
         # At most the size it has now (+1 to tell one that grew): read(n) allocates n bytes up front.
         size = os.fstat(handle.fileno()).st_size
@@ -738,7 +744,82 @@ def _grep_text(entry: Target | Entry, limits: ToolLimits) -> str | None:
     nul = text.find("\x00")
     if nul >= 0:
         text = text[:nul]
-    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    return shown_text(text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text)
+
+
+# grep searches a file as the tools show it, every secret masked (`redact.mask_secrets`, which every tool
+# result passes through), never its raw text. Masking only the lines it reports is not enough: that a
+# line is reported at all tells whether the hidden value matched, so `grep 'sk-proj-a'`, then
+# `sk-proj-b`, … (or `API_KEY = "a`) would spell a key out one character at a time. Searching the masked
+# text makes everything grep says — which lines, how many, the "no matches" note and its hints, the
+# files find_files names for a word — a function of what read_file shows: a right guess and a wrong one
+# get the same reply. A pattern that matches the mask itself (`secret hidden`) finds the masked lines,
+# which read_file shows too. Masking costs about 100 ms per MB of text (a regex search about 1 ms), so
+# what a text masks to is kept per text (by a hash of it): a file that did not change is masked once.
+SHOWN_CACHE_ENTRIES = 4096
+SHOWN_CACHE_CHARS = 16_000_000  # masked texts kept; an unchanged one is kept as None and costs nothing
+_shown_cache: OrderedDict[bytes, str | None] = OrderedDict()
+_shown_chars = 0
+_shown_lock = threading.Lock()
+
+
+def shown_text(text: str) -> str:
+    """``text`` as the tools show it (`as_shown`), from the cache when the same text was masked before."""
+    global _shown_chars  # noqa: PLW0603 (the cache's size, kept with it under its lock)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _shown_lock:
+        if key in _shown_cache:
+            _shown_cache.move_to_end(key)
+            kept = _shown_cache[key]
+            return text if kept is None else kept
+    shown = as_shown(text)
+    kept = None if shown == text else shown
+    with _shown_lock:
+        if key not in _shown_cache and (kept is None or len(kept) <= SHOWN_CACHE_CHARS // 4):
+            _shown_cache[key] = kept
+            _shown_chars += len(kept or "")
+            while len(_shown_cache) > SHOWN_CACHE_ENTRIES or _shown_chars > SHOWN_CACHE_CHARS:
+                _, dropped = _shown_cache.popitem(last=False)
+                _shown_chars -= len(dropped or "")
+    return shown
+
+
+def as_shown(text: str) -> str:
+    """``text`` with every secret masked (`redact.mask_secrets`) and as many lines as it had.
+
+    A mask that hid line ends (a PEM key's lines) is followed by those line ends, so the lines after it
+    keep their numbers and the key's lines are empty.
+    """
+    shown = mask_secrets(text)
+    lost = text.count("\n") - shown.count("\n")
+    if lost <= 0:
+        return shown
+    kept = _lines_kept(text, shown)
+    # mask_secrets replaces runs with MASK and keeps the rest as it is, so the pieces between masks are
+    # found in order; if a later masking works otherwise, the numbers after the first such mask may be
+    # off, but nothing hidden is shown.
+    return kept if kept is not None else shown + "\n" * lost
+
+
+def _lines_kept(text: str, shown: str) -> str | None:
+    """``shown`` with each mask followed by the line ends of the run it hid in ``text``; None if the
+    pieces of ``shown`` between masks are not found in ``text`` in order."""
+    pieces = shown.split(MASK)
+    if len(pieces) < 2 or not text.startswith(pieces[0]) or not text.endswith(pieces[-1]):
+        return None
+    last = len(text) - len(pieces[-1])
+    pos = len(pieces[0])
+    out = [pieces[0]]
+    for piece in pieces[1:-1]:
+        found = text.find(piece, pos, last)
+        if found < 0:
+            return None
+        out += [MASK, "\n" * text.count("\n", pos, found), piece]
+        pos = found + len(piece)
+    if pos > last:
+        return None
+    out += [MASK, "\n" * text.count("\n", pos, last), pieces[-1]]
+    return "".join(out)
 
 
 class Tally:
