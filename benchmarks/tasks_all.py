@@ -1,0 +1,140 @@
+"""The task benchmark's code bases, which are for development and which is held out, and fetching them.
+
+    python benchmarks/tasks_all.py fetch     # every pinned sdist into the cache (quiet once there)
+    python benchmarks/tasks_all.py check     # where each one is, or what is missing
+
+Four real code bases of different shape, each the sdist of a release on PyPI pinned by sha256:
+
+- ``toolz`` 1.0.0 (BSD-3): a pure-Python library, two modules over 1,000 lines, a notebook written here.
+  Development: the loop was tuned on it.
+- ``pluggy`` 1.5.0 (MIT): a library with its docs (``docs/``, examples) and a changelog
+  (``CHANGELOG.rst``), a ``src/`` layout, classes whose bases and helpers live in other files.
+  Development.
+- ``mapclassify`` 2.8.1 (BSD-3): a data project whose notebooks matter: eight ``.ipynb`` tutorials that
+  use the package, with their outputs, beside a 2,997-line ``classifiers.py``. Development.
+- ``litecli`` 1.12.3 (BSD-3): an application with a configuration file (``litecli/liteclirc``, INI) and
+  a click command line, plus a notebook written here. **Held out**: its tasks are run only to report,
+  never read to change the loop. It is the held-out one because its shape (a command line meeting a
+  configuration file, commands registered by a decorator in another file) is the one the development code
+  bases lack, so it measures what tuning on them carries to code nobody tuned on. When its failures have
+  been read to change the loop, it moves to the development set and a new code base is held out.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import tasks_litecli
+import tasks_mapclassify
+import tasks_pluggy
+import tasks_toolz
+from tasks_common import KINDS, Sdist, SourceMissing, Task
+
+SETS = ("dev", "heldout")
+
+
+@dataclass(frozen=True)
+class CodeBase:
+    """One code base of the benchmark: its pinned source, its workspace and tasks, and its set."""
+
+    name: str
+    shape: str
+    split: str  # "dev" or "heldout"
+    pin: Sdist
+    licence: str
+    workspace: Callable[[Path], Path]
+    tasks: Callable[[Path], list[Task]]
+    kinds: Sequence[str] = KINDS
+
+
+CODEBASES: dict[str, CodeBase] = {
+    "toolz": CodeBase(
+        "toolz",
+        "library (the one the loop was tuned on)",
+        "dev",
+        tasks_toolz.PIN,
+        "BSD-3-Clause",
+        tasks_toolz.build_workspace,
+        tasks_toolz.build_tasks,
+        tasks_toolz.KINDS,
+    ),
+    "pluggy": CodeBase(
+        "pluggy",
+        "library with docs and a changelog",
+        "dev",
+        tasks_pluggy.PIN,
+        "MIT",
+        tasks_pluggy.build_workspace,
+        tasks_pluggy.build_tasks,
+    ),
+    "mapclassify": CodeBase(
+        "mapclassify",
+        "data project whose notebooks matter",
+        "dev",
+        tasks_mapclassify.PIN,
+        "BSD-3-Clause",
+        tasks_mapclassify.build_workspace,
+        tasks_mapclassify.build_tasks,
+    ),
+    "litecli": CodeBase(
+        "litecli",
+        "application with a configuration file and a command line",
+        "heldout",
+        tasks_litecli.PIN,
+        "BSD-3-Clause",
+        tasks_litecli.build_workspace,
+        tasks_litecli.build_tasks,
+    ),
+}
+
+#: What the benchmark promises (tests/test_bench_codebases.py holds it to it).
+MIN_TASKS = 75
+MIN_HELDOUT_TASKS = 30
+
+
+def pick(names: str | None, split: str | None) -> list[CodeBase]:
+    """The code bases ``names`` names (comma-separated) and/or of ``split`` (dev, heldout, all); held-out
+    first, as the tables show them."""
+    chosen = list(CODEBASES.values())
+    if names:
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in CODEBASES]
+        if unknown:
+            raise ValueError(f"no code base {', '.join(unknown)}; they are: {', '.join(CODEBASES)}")
+        chosen = [c for c in chosen if c.name in wanted]
+    if split and split != "all":
+        if split not in SETS:
+            raise ValueError(f"no set {split!r}; the sets are dev, heldout, all")
+        chosen = [c for c in chosen if c.split == split]
+    return sorted(chosen, key=lambda c: c.split != "heldout")
+
+
+def fetch_all(*, quiet: bool = True) -> list[Path]:
+    """Every pinned sdist, fetched into the cache where missing."""
+    return [c.pin.fetch(quiet=quiet) for c in CODEBASES.values()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``fetch``: put every pinned sdist in the cache (quiet when there); ``check``: are they there?"""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = args[0] if args else "check"
+    try:
+        if command == "fetch":
+            fetch_all()
+        elif command == "check":
+            for codebase in CODEBASES.values():
+                print(f"{codebase.name} ({codebase.split}): {codebase.pin.cached()}")
+        else:
+            print(f"usage: {Path(__file__).name} fetch|check", file=sys.stderr)
+            return 2
+    except SourceMissing as error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
