@@ -77,7 +77,7 @@ def document(path: Path) -> dict[str, Any]:
 def test_a_scripted_session_saves_and_loads_back_to_the_same_document(project: Path) -> None:
     agent = scripted_session(project, steps=5, temperature=0.2, grammar="off")
     first = agent.save(project / "s.json")
-    loaded = Agent.load(first, server=ScriptedServer([]))
+    loaded = Agent.load(first, server=ScriptedServer([]), workspace=project)
     again = loaded.save(project / "again.json")
     assert document(first) == document(again)
     data = document(first)
@@ -134,7 +134,7 @@ def test_a_pending_edit_is_saved_as_data_and_never_applied_by_a_load(project: Pa
     assert saved["path"] == "a.py"
     assert "+x = 2" in saved["diff"]
     assert saved["status"] == "pending"
-    loaded = Agent.load(path, server=ScriptedServer([]))
+    loaded = Agent.load(path, server=ScriptedServer([]), workspace=project)
     [edit] = loaded.replies[0].pending
     assert isinstance(edit, SavedEdit)
     assert edit.status == "expired"
@@ -199,11 +199,13 @@ def test_the_sessions_folder_is_invisible_to_the_workspace_tools(project: Path) 
     assert "hidden from the tools" in run("read_file", path=str(path))
 
 
-def test_a_session_whose_workspace_moved_loads_there_and_says_so(tmp_path: Path, project: Path) -> None:
+def test_a_session_whose_workspace_moved_loads_where_it_is_told_and_says_so(
+    tmp_path: Path, project: Path
+) -> None:
     path = scripted_session(project).save(project / FOLDER / "s.json")
     moved = tmp_path / "elsewhere"
     shutil.move(project, moved)
-    loaded = Agent.load(moved / FOLDER / "s.json", server=ScriptedServer([]))
+    loaded = Agent.load(moved / FOLDER / "s.json", server=ScriptedServer([]), workspace=moved)
     assert loaded.workspace == moved
     assert loaded.restored is not None
     [notice] = loaded.restored.notices
@@ -215,7 +217,7 @@ def test_a_session_whose_workspace_moved_loads_there_and_says_so(tmp_path: Path,
 
 def test_a_session_loaded_in_place_has_nothing_to_say(project: Path) -> None:
     path = scripted_session(project).save(project / FOLDER / "s.json")
-    loaded = Agent.load(path, server=ScriptedServer([]))
+    loaded = Agent.load(path, server=ScriptedServer([]), workspace=project)
     assert loaded.workspace == project
     assert loaded.restored is not None
     assert loaded.restored.notices == []
@@ -502,7 +504,7 @@ def test_a_bad_load_in_the_magic_is_a_usage_error_and_the_session_stays(
     assert ip.run_line_magic("agent", "") is ip.user_ns["s"]
     with pytest.raises(UsageError, match="load PATH"):
         ip.run_line_magic("agent", "load")
-    with pytest.raises(UsageError, match=r"save \[PATH\], load PATH, export PATH"):
+    with pytest.raises(UsageError, match=r"save \[PATH\], load PATH \[--settings\], export PATH"):
         ip.run_line_magic("agent", "frobnicate")
 
 
@@ -524,7 +526,10 @@ def test_a_real_llama_cpp_session_round_trips_and_continues(llama_server: Any, p
     assert data["server"]["kind"] == "llamacpp"
     assert data["server"]["window"] == llama_server.n_ctx
     assert "never-saved-key-9876" not in path.read_text()
-    loaded = Agent.load(path)  # the saved address: the same server
+    # The saved address is shown, never used: the caller names the server (here, the same one).
+    loaded = Agent.load(
+        path, base_url=llama_server.base_url, model=llama_server.model, kind="llamacpp", workspace=project
+    )
     assert loaded.estimator.ratio == agent.estimator.ratio
     again = loaded.save(project / FOLDER / "again.json")
     first, second = document(path), document(again)

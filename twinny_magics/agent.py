@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
 HISTORY_TURNS = 3
 HISTORY_ANSWER_CHARS = 1500
+#: Request fields ``extra`` may not set: the conversation, the tools offered and the streaming the loop reads.
+LOOP_FIELDS = frozenset({"messages", "tools", "stream"})
 #: How long an interrupted reply may take to wind down before ``run`` gives up waiting for it.
 STOP_GRACE_SECONDS = 2.0
 
@@ -174,6 +176,10 @@ class Agent:
         unknown = sorted(set(tool_descriptions or {}) - set(TOOLS))
         if unknown:
             raise ValueError(f"No tool named {unknown[0]!r} to describe; the tools are: {', '.join(TOOLS)}.")
+        owned = sorted(set(extra or {}) & LOOP_FIELDS)
+        if owned:
+            # extra is merged over the request body: these would replace what the loop budgets and reads.
+            raise ValueError(f"extra cannot set {owned[0]!r}: every request's {owned[0]} is the loop's own.")
         self.tool_descriptions = dict(tool_descriptions or {})
         # Checked now (a single string would be read as one pattern per character), used by the workspace.
         self.secret_files = SecretFiles(secret_files).patterns if secret_files is not None else None
@@ -397,14 +403,25 @@ class Agent:
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], *, server: ModelServer | None = None, **options: Any
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        server: ModelServer | None = None,
+        settings: bool = False,
+        **options: Any,
     ) -> Agent:
-        """A session saved with :meth:`save`, resumed: its turns, notes and ratio, against ``server`` (or
-        the saved address, or ``base_url``...). ``options`` (any of this class's) override saved settings;
-        ``restored.notices`` says what loading had to change (a moved workspace, expired edits)."""
+        """A session saved with :meth:`save`, resumed: its turns, notes, ratio and how its replies ran.
+
+        The file is data: the server (``server``, or ``base_url``/``model``/``kind``, else found as for a
+        new session — never the saved address), the workspace (``workspace``, else the current folder) and
+        what replies may do and are told (``commands``, ``kernel``, ``edits``, ``cells``, ``secret_files``,
+        the prompts, ``extra``, ``tool_descriptions``, ``window``…) are the caller's; ``settings=True``
+        takes the last group from the file. ``restored.notices`` says what the file held that differs (a
+        saved server, other permissions, another workspace, expired edits).
+        """
         from .sessions import files  # noqa: PLC0415
 
-        return files.load(path, factory=cls, server=server, **options)
+        return files.load(path, factory=cls, server=server, settings=settings, **options)
 
     def export(self, path: str | os.PathLike[str]) -> Path:
         """Write a transcript of the session: Markdown for ``.md``, an inert HTML page for ``.html``."""

@@ -44,8 +44,11 @@ if TYPE_CHECKING:
 SESSION_OPTIONS = tuple(name for name in scoped("session") if name != "secret_files")
 #: The options that apply to one cell of the same session (the flags of the magic's line).
 TURN_OPTIONS = tuple(o.name for o in with_flags() if o.scope == "turn")
-SUBCOMMANDS = (
-    "status, reset, new, plan N, apply [N…], discard [N…], use NAME, save [PATH], load PATH, export PATH"
+SUBCOMMANDS = ", ".join(
+    [
+        *("status", "reset", "new", "plan N", "apply [N…]", "discard [N…]", "use NAME", "save [PATH]"),
+        *("load PATH [--settings]", "export PATH"),
+    ]
 )
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -407,8 +410,11 @@ class TwinnyMagics(Magics):
 
         if self._adopted or not session.replies:
             return
+        from twinny_magics.sessions.files import save  # noqa: PLC0415
+
         try:
-            session.save(self._autosave_path(session))
+            # Never through a link: a .twinny_sessions that is a link may lead out of the workspace.
+            save(session, self._autosave_path(session), follow_links=False)
         except (TwinnyError, OSError) as error:
             self._notice(
                 "warning",
@@ -446,8 +452,9 @@ class TwinnyMagics(Magics):
         command = f"%agent load {shlex.quote(str(path) if shown.startswith('..') else shown)}"
         self._notice(
             "resume",
-            f"This notebook's last session was saved {saved_at}. {command} resumes it (its turns, notes and "
-            "learned ratio); this cell starts a new one.",
+            f"This notebook's last session was saved {saved_at}. {command} resumes its conversation (turns, "
+            "notes, learned ratio and how its replies ran); this notebook's server, permissions and prompts "
+            "stay as they are (--settings takes the file's, listed first). This cell starts a new one.",
         )
 
     def _notice(self, kind: str, text: str) -> None:
@@ -577,30 +584,34 @@ class TwinnyMagics(Magics):
 
     def _load(self, rest: list[str]) -> None:
         from twinny_magics.errors import TwinnyError  # noqa: PLC0415
+        from twinny_magics.sessions.document import GUARDED  # noqa: PLC0415
         from twinny_magics.sessions.files import load  # noqa: PLC0415
 
-        if len(rest) != 1:
-            raise UsageError("%agent load PATH: resume a session saved with %agent save (or Agent.save).")
+        path, named, settings = _load_arguments(rest)
         options = self._defaults()
         factory = self.session_factory
         if factory is None:
             from twinny_magics.agent import Agent  # noqa: PLC0415
 
             factory = Agent
-        # The server and the key are this notebook's (%config) when set; the rest of the settings are
-        # the saved session's. The workspace is the notebook's folder, as for any session of the magic.
-        given = {"base_url": options["server"], "model": options["model"], "kind": options["kind"]}
-        kept: dict[str, Any] = {
-            name: options[name] for name in ("api_key", "window", "timeout") if options[name] is not None
-        }
-        if self.secret_files is not None:
-            kept["secret_files"] = list(self.secret_files)
+        # A session file is data: the server is this notebook's (%config, or named on this line), and so
+        # is everything that says what a reply may do (the approvals, the deny list, the code time limit,
+        # the window). The file brings the conversation and how its replies ran; --settings takes the
+        # guarded settings from it too (listed before anything runs).
+        server = {"base_url": options["server"], "model": options["model"], "kind": options["kind"]}
+        server.update(named)
+        own: dict[str, Any] = {"api_key": options["api_key"]} if options["api_key"] is not None else {}
+        if not settings:
+            own.update({name: options[name] for name in GUARDED if options.get(name) is not None})
+            if self.secret_files is not None:
+                own["secret_files"] = list(self.secret_files)
         try:
             session: Agent = load(
-                rest[0],
+                path,
                 factory=factory,
-                **given,
-                **kept,
+                settings=settings,
+                **server,
+                **own,
                 workspace=self._key(options)[SESSION_OPTIONS.index("workspace")],
                 approve=None,
                 namespace=self.shell.user_ns if self.shell is not None else None,
@@ -614,7 +625,7 @@ class TwinnyMagics(Magics):
         self._baseline = _turn_settings(session)
         turns = len(session.replies)
         print(
-            f"Session loaded from {rest[0]}: {turns} earlier repl{'ies' if turns != 1 else 'y'}, "
+            f"Session loaded from {path}: {turns} earlier repl{'ies' if turns != 1 else 'y'}, "
             f"{len(session.note_entries)} notes, {session.estimator.ratio:.2f} characters a token."
         )
         for notice in session.restored.notices if session.restored is not None else []:
@@ -630,6 +641,34 @@ class TwinnyMagics(Magics):
         except TwinnyError as error:
             raise UsageError(str(error)) from None
         print(f"Transcript of {len(self.session.replies)} replies written to {path}")
+
+
+def _load_arguments(rest: list[str]) -> tuple[str, dict[str, str], bool]:
+    """``%agent load PATH [--settings] [--server URL] [--model NAME] [--kind KIND]``: the path, the server
+    named on the line, and whether the file's guarded settings are to be taken."""
+    usage = (
+        "%agent load PATH [--settings] [--server URL] [--model NAME] [--kind KIND]: resume a session saved "
+        "with %agent save (or Agent.save). --settings also takes its permissions and prompts (listed first)."
+    )
+    path: str | None = None
+    named: dict[str, str] = {}
+    settings = False
+    words = iter(rest)
+    for word in words:
+        if word == "--settings":
+            settings = True
+        elif word in ("--server", "--model", "--kind"):
+            value = next(words, None)
+            if value is None:
+                raise UsageError(usage)
+            named[{"--server": "base_url"}.get(word, word[2:])] = value
+        elif path is None and not word.startswith("--"):
+            path = word
+        else:
+            raise UsageError(usage)
+    if path is None:
+        raise UsageError(usage)
+    return path, named, settings
 
 
 def _turn_settings(session: Agent) -> dict[str, Any]:

@@ -7,8 +7,11 @@ passes through ``redact.mask_value`` on the way out: the session's key and anyth
 credential become ``[secret hidden]``, so a saved session can be shared like an exported notebook.
 
 Paths inside (tool arguments, edits) are the workspace-relative ones the model used; the workspace
-itself is kept twice — where it was, and where it lies from the session file — so a project folder
-moved with its sessions still finds its workspace, and a session loaded elsewhere says so.
+itself is kept twice — where it was, and where it lies from the session file — as a record: a load works
+where it is told (the notebook's folder) and says so when that is not where the session was saved.
+
+A loaded document is data (:data:`TAKEN` and :data:`GUARDED` say which settings a load takes): it never
+widens a permission, changes a prompt or names the server.
 
 Pure: no I/O. Reading and writing the file is :mod:`.files`.
 """
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from twinny_magics import __version__
 from twinny_magics.budget import MAX_RATIO, MIN_RATIO, ContextPlan, Observation, plan_context
 from twinny_magics.notes import NoteEntry
+from twinny_magics.options import BY_NAME, check
 from twinny_magics.redact import mask_value
 from twinny_magics.sessions.reading import Reader, SessionFileError
 from twinny_magics.sessions.replies import (
@@ -219,6 +223,72 @@ def check_format(data: Any) -> Reader:
     return r
 
 
+#: What a load takes from the file by itself: how the saved replies ran (mode, steps, the head start…).
+#: None of these can make a reply do more than the notebook allows, say other words to the model or send
+#: a request elsewhere.
+TAKEN = (
+    "mode",
+    "steps",
+    "grammar",
+    "temperature",
+    "workspace_map",
+    "evidence",
+    "search",
+    "head_start_share",
+    "max_calls",
+    "max_unusable_steps",
+    "look_first",
+    "edit_first",
+    "price",
+)
+#: What a load takes from the file only when asked (``Agent.load(..., settings=True)``, ``%agent load PATH
+#: --settings``), each one that differs listed before anything runs: what replies may do (the approvals,
+#: the deny list, the code time limit), what the model is told (the prompts, the tool descriptions), what
+#: every request carries (``extra`` is merged into the request body) and the window and time limit the
+#: requests are sized and waited for by. A session file that came with a cloned repository or a pull
+#: request is somebody else's text; these stay the notebook's. The server's address and the workspace
+#: are never taken from the file: they are named by whoever loads it.
+GUARDED = (
+    "commands",
+    "edits",
+    "kernel",
+    "cells",
+    "kernel_seconds",
+    "secret_files",
+    "system_prompt",
+    "closing_prompt",
+    "extra",
+    "tool_descriptions",
+    "window",
+    "timeout",
+)
+
+
+def chosen_settings(saved: SavedSession, *, guarded: bool) -> dict[str, Any]:
+    """The saved settings a load passes on: :data:`TAKEN`, and :data:`GUARDED` too when asked."""
+    names = TAKEN + GUARDED if guarded else TAKEN
+    return {name: saved.options[name] for name in names if name in saved.options}
+
+
+def differences(saved: SavedSession, own: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The guarded settings whose saved value differs from ``own`` (the session's, as `agent_options`
+    gives them): ``(name, saved, own)``, in :data:`GUARDED` order."""
+    return [
+        (name, saved.options[name], own.get(name))
+        for name in GUARDED
+        if name in saved.options and _comparable(saved.options[name]) != _comparable(own.get(name))
+    ]
+
+
+def _comparable(value: Any) -> Any:
+    # A saved value is JSON (a list where the session has a tuple, {} for no descriptions).
+    if isinstance(value, tuple):
+        return list(value)
+    if value == {}:
+        return None
+    return value
+
+
 def _options(r: Reader) -> dict[str, Any]:
     s = r.obj("settings")
     secret_files = s.texts("secret_files") if s.data.get("secret_files") is not None else None
@@ -230,7 +300,7 @@ def _options(r: Reader) -> dict[str, Any]:
     descriptions = s.raw_dict("tool_descriptions")
     if not all(isinstance(v, str) for v in descriptions.values()):
         raise SessionFileError("settings.tool_descriptions: expected text for each tool")
-    return {
+    options = {
         "mode": s.choice("mode", _MODES, "auto"),
         "steps": s.whole("steps", 12),
         "edits": s.choice("edits", ("review", "apply"), "review"),
@@ -257,6 +327,16 @@ def _options(r: Reader) -> dict[str, Any]:
         "tool_descriptions": descriptions,
         "price": price,
     }
+    for name, value in options.items():
+        if name in BY_NAME:
+            try:
+                check(name, value)
+            except ValueError as error:
+                raise SessionFileError(f"settings.{name}: {error}") from None
+    for name in ("max_calls", "max_unusable_steps"):
+        if s.whole(name, 1) < 1:
+            raise SessionFileError(f"settings.{name}: expected a whole number of at least 1")
+    return options
 
 
 def session_from_json(data: Any) -> SavedSession:

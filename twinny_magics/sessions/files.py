@@ -3,16 +3,24 @@
 The thin I/O shell around :mod:`.document`. A save writes a temporary file in the target's folder and
 renames it over the target (``os.replace``), so a crash, a full disk or a stopped kernel midway leaves
 the previous file whole; the file is private to its owner (mode 0600), like the notebook's own data.
-A load reads at most :data:`MAX_SESSION_BYTES`, refuses what is not a session this version can read
-with a `SessionFileError` that says why, and only then builds the new session.
+A load reads at most :data:`MAX_SESSION_BYTES` of a regular file (never a FIFO or a device, never a
+link that leads out of the workspace), refuses what is not a session this version can read with a
+`SessionFileError` that says why, and only then builds the new session.
+
+A session file is data: a load brings back the conversation (turns, notes, the learned ratio, how the
+replies ran) and nothing that widens what a reply may do, changes what the model is told or sends a
+request elsewhere — those are the notebook's (see ``document.TAKEN``/``GUARDED``). The autosave folder is
+written without following a link, so a ``.twinny_sessions`` planted as a link to elsewhere is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
-import tempfile
+import shlex
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -21,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 from twinny_magics.sessions.document import (
     Restored,
     SavedSession,
+    agent_options,
+    chosen_settings,
+    differences,
     restore,
     session_document,
     session_from_json,
@@ -70,12 +81,20 @@ def latest(folder: str | os.PathLike[str]) -> tuple[Path, str] | None:
     new kernel's first reply, and a session file can be large.
     """
     found: list[tuple[float, Path]] = []
+    sessions = Path(folder) / FOLDER
+    if sessions.is_symlink():
+        return None  # the folder itself is a link: not this workspace's sessions
     try:
-        with os.scandir(Path(folder) / FOLDER) as entries:
+        with os.scandir(sessions) as entries:
             for entry in entries:
-                # Skipped: a save's temporary file (``.name.json.<random>.part``) and anything not a file.
-                if entry.name.endswith(".json") and not entry.name.startswith(".") and entry.is_file():
-                    found.append((entry.stat().st_mtime, Path(entry.path)))
+                # Skipped: a save's temporary file (``.name.json.<random>.part``), anything not a file, and
+                # links (a save never makes one: a link here was put by someone else).
+                if (
+                    entry.name.endswith(".json")
+                    and not entry.name.startswith(".")
+                    and entry.is_file(follow_symlinks=False)
+                ):
+                    found.append((entry.stat(follow_symlinks=False).st_mtime, Path(entry.path)))
     except OSError:
         return None
     if not found:
@@ -84,20 +103,47 @@ def latest(folder: str | os.PathLike[str]) -> tuple[Path, str] | None:
     return _absolute(path), time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
 
 
-def write_atomic(path: Path, chunks: Iterable[str]) -> None:
-    """Write ``chunks`` to ``path`` through a temporary file in its folder: all of it, or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+def write_atomic(path: Path, chunks: Iterable[str], *, follow_links: bool = True) -> None:
+    """Write ``chunks`` to ``path`` through a temporary file in its folder: all of it, or nothing.
+
+    ``follow_links=False``: the folder is opened without following a link (a link there is refused, also
+    one swapped in after a check), and the file is made and renamed inside that opened folder.
+    """
+    folder = path.parent
+    if follow_links:
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # a file or a link there: the open below says so
+            folder.mkdir(exist_ok=True)
+    flags = os.O_RDONLY | os.O_DIRECTORY | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            for chunk in chunks:
-                file.write(chunk)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        directory = os.open(folder, flags)
+    except OSError as error:
+        if not follow_links and folder.is_symlink():
+            raise SessionFileError(
+                f"{folder} is a link; sessions are not written through one (it may lead out of the "
+                "workspace). Remove it, or save elsewhere with %agent save PATH."
+            ) from error
         raise
+    try:
+        temporary = f".{path.name}.{secrets.token_hex(4)}.part"
+        handle = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=directory
+        )
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                for chunk in chunks:
+                    file.write(chunk)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path.name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=directory)
+            raise
+    finally:
+        os.close(directory)
 
 
 def _absolute(path: str | os.PathLike[str]) -> Path:
@@ -121,8 +167,11 @@ def json_lines(document: dict[str, Any]) -> Iterator[str]:
     yield "\n}\n"
 
 
-def save(agent: Agent, path: str | os.PathLike[str]) -> Path:
-    """Write ``agent``'s session to ``path`` (see :mod:`.document`); the path written."""
+def save(agent: Agent, path: str | os.PathLike[str], *, follow_links: bool = True) -> Path:
+    """Write ``agent``'s session to ``path`` (see :mod:`.document`); the path written.
+
+    ``follow_links=False`` (the autosave): the file's folder is not reached through a link.
+    """
     target = _absolute(path)
     if target.is_dir():
         raise SessionFileError(f"{target} is a folder; give a file name, e.g. {target / 'session.json'}.")
@@ -134,7 +183,9 @@ def save(agent: Agent, path: str | os.PathLike[str]) -> Path:
         workspace_from_file=os.path.relpath(workspace, target.parent),
     )
     try:
-        write_atomic(target, json_lines(document))
+        write_atomic(target, json_lines(document), follow_links=follow_links)
+    except SessionFileError:
+        raise
     except (OSError, TypeError, ValueError) as error:
         raise SessionFileError(
             f"Could not save the session to {target}: {error}. Any file that was there is unchanged."
@@ -142,28 +193,71 @@ def save(agent: Agent, path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _check_links(source: Path, workspace: Path) -> None:
+    """Refuse a link — the file's name, or a folder between the workspace and it — that leads out of
+    ``workspace``. A path the user names outside the workspace is theirs to name; a link is not."""
+    real_workspace = os.path.realpath(workspace)
+    linked = source.is_symlink()
+    if _inside(str(source), str(workspace)):
+        # Under the workspace by name: any link on the way (``.twinny_sessions`` itself) counts.
+        linked = linked or not _inside(os.path.realpath(source.parent), real_workspace)
+    if linked and not _inside(os.path.realpath(source), real_workspace):
+        raise SessionFileError(
+            f"{source} is a link to {os.path.realpath(source)}, outside the workspace {workspace}; a "
+            "session is not loaded through a link that leads out. Name the file itself if you mean it. "
+            "Nothing was read."
+        )
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def read(path: str | os.PathLike[str]) -> SavedSession:
-    """The session saved at ``path``, checked; a `SessionFileError` that says why when it is not one."""
+def read(path: str | os.PathLike[str], *, workspace: str | os.PathLike[str] | None = None) -> SavedSession:
+    """The session saved at ``path``, checked; a `SessionFileError` that says why when it is not one.
+
+    Only a regular file is read (a FIFO would block the kernel, a device read to the cap). With
+    ``workspace``, a link (the file's own name, or the sessions folder it is in) may lead only to a place
+    inside it: a ``.twinny_sessions/`` file that came with a repository must not open the user's files.
+    """
     source = _absolute(path)
+    if workspace is not None:
+        _check_links(source, _absolute(workspace))
     try:
-        size = source.stat().st_size
-        if source.is_dir():
-            raise SessionFileError(f"{source} is a folder; give the session's .json file.")
-        if size > MAX_SESSION_BYTES:
-            raise SessionFileError(
-                f"{source} is {size / 1e6:,.0f} MB, more than a session can be "
-                f"({MAX_SESSION_BYTES / 1e6:,.0f} MB); it is not a session file, or not one to load whole."
-            )
-        with source.open("rb") as file:
-            raw = file.read(MAX_SESSION_BYTES + 1)
+        # Non-blocking, so a FIFO is not waited on; what it is is read from the open file, not the name.
+        handle = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise SessionFileError(f"No session file at {source}.") from None
+    except IsADirectoryError:
+        raise SessionFileError(f"{source} is a folder; give the session's .json file.") from None
     except OSError as error:
-        raise SessionFileError(f"Could not read {source}: {error}.") from None
+        raise SessionFileError(f"Could not read {source}: {error.strerror or error}.") from None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(handle)
+            if stat.S_ISDIR(info.st_mode):
+                raise SessionFileError(f"{source} is a folder; give the session's .json file.")
+            raise SessionFileError(
+                f"{source} is not a regular file (a pipe, a socket or a device); a session is a .json "
+                "file. Nothing was read."
+            )
+        with os.fdopen(handle, "rb") as file:
+            if info.st_size > MAX_SESSION_BYTES:
+                raise SessionFileError(
+                    f"{source} is {info.st_size / 1e6:,.0f} MB, more than a session can be "
+                    f"({MAX_SESSION_BYTES / 1e6:,.0f} MB); it is not a session file, or not one to load "
+                    "whole."
+                )
+            raw = file.read(MAX_SESSION_BYTES + 1)
+    except OSError as error:
+        raise SessionFileError(f"Could not read {source}: {error.strerror or error}.") from None
+    if len(raw) > MAX_SESSION_BYTES:
+        raise SessionFileError(f"{source} grew past {MAX_SESSION_BYTES / 1e6:,.0f} MB while it was read.")
     try:
         data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError:
@@ -181,49 +275,97 @@ def read(path: str | os.PathLike[str]) -> SavedSession:
         raise SessionFileError(f"{source}: {error}. Nothing was loaded; the file is left as it is.") from None
 
 
-def _workspace(saved: SavedSession, source: Path, given: Any) -> tuple[Path, list[str]]:
-    """Where the loaded session works, and a notice when that is not where it was saved."""
-    if given is not None:
-        chosen = _absolute(given)
-    else:
-        beside = source.parent / saved.workspace_from_file if saved.workspace_from_file else None
-        candidates = [p for p in (beside, Path(saved.workspace)) if p is not None and p.is_dir()]
-        chosen = _absolute(candidates[0]) if candidates else Path.cwd()
-    if os.path.realpath(chosen) == os.path.realpath(saved.workspace):
-        return chosen, []
-    return chosen, [
-        f"The session was saved with the workspace {saved.workspace}; it now works in {chosen}. Paths in "
-        "its calls, notes and edits are workspace-relative, so they now name files there."
-    ]
-
-
 def load(
     path: str | os.PathLike[str],
     *,
     factory: Callable[..., Agent],
     server: ModelServer | None = None,
+    settings: bool = False,
     **options: Any,
 ) -> Agent:
-    """A new session made by ``factory`` with the saved settings (``options`` override them), given the
-    saved turns, notes and ratio.
+    """A new session made by ``factory``, given the saved turns, notes, ratio and how its replies ran.
 
-    The server: ``server`` if given; else ``base_url``/``model``/``kind`` in ``options``; else the saved
-    address (the embedded server has none: it is started afresh). The API key is never in the file.
+    A session file is data. ``options`` are the session's own (the notebook's ``%config`` and flags, or
+    the caller's keywords); the file adds only how its replies ran (``document.TAKEN``). What replies may
+    do, what the model is told, what each request carries and its window (``document.GUARDED``) are taken
+    from the file only with ``settings=True`` — and each one that differs is listed in
+    ``restored.notices`` before anything runs. The server is ``server``, else ``base_url``/``model``/
+    ``kind`` in ``options``, else found as for a new session: a saved address is shown, never used (the
+    API key would go to it). The workspace is ``options["workspace"]``, else the current folder: never
+    the file's (a saved ``/`` would make the whole machine the workspace).
     """
     source = _absolute(path)
-    saved = read(source)
+    given = options.pop("workspace", None)
+    workspace = _absolute(given if given is not None else ".")
+    saved = read(source, workspace=workspace)
     for name in ("base_url", "model", "kind"):
         if options.get(name) is None:
             options.pop(name, None)  # unset (a magic passes its defaults): not a choice of server
-    workspace, notices = _workspace(saved, source, options.pop("workspace", None))
-    settings: dict[str, Any] = dict(saved.options)
     if server is not None:
-        settings["server"] = server
-    elif not options.keys() & {"base_url", "model", "kind"} and saved.server.base_url:
-        settings.update(base_url=saved.server.base_url, kind=saved.server.kind, model=saved.server.model)
-    agent = factory(**{**settings, **options, "workspace": workspace})
+        options["server"] = server
+    try:
+        own = factory(**{**chosen_settings(saved, guarded=False), **options, "workspace": workspace})
+        agent = (
+            factory(**{**chosen_settings(saved, guarded=True), **options, "workspace": workspace})
+            if settings
+            else own
+        )
+    except ValueError as error:
+        raise SessionFileError(f"{source}: a saved setting cannot be used: {error}") from None
+    notices = _workspace_notice(saved, workspace) + _server_notice(saved, agent, source)
+    notices += _settings_notice(saved, agent_options(own), taken=settings, source=source)
     restore(agent, saved, Restored(str(source), saved.saved_at, notices, saved.server.window, saved.mode))
     return agent
+
+
+def _workspace_notice(saved: SavedSession, workspace: Path) -> list[str]:
+    if os.path.realpath(workspace) == os.path.realpath(saved.workspace):
+        return []
+    return [
+        f"The session was saved with the workspace {saved.workspace}; it now works in {workspace} (a load "
+        "never takes the workspace from the file). Paths in its calls, notes and edits are "
+        "workspace-relative, so they now name files here."
+    ]
+
+
+def _server_notice(saved: SavedSession, agent: Agent, source: Path) -> list[str]:
+    server = saved.server
+    if not server.base_url or server.base_url == agent.base_url:
+        return []
+    what = " ".join(part for part in (server.kind, server.model) if part) or "a server"
+    return [
+        f"The session was saved talking to {what} at {server.base_url}. A load never uses a saved address "
+        "(your API key would go to it): this session uses the notebook's server. To talk to that one, name "
+        f"it: %agent load {shlex.quote(str(source))} --server {shlex.quote(server.base_url)} (or "
+        "Agent.load(path, base_url=...))."
+    ]
+
+
+def _settings_notice(saved: SavedSession, own: dict[str, Any], *, taken: bool, source: Path) -> list[str]:
+    """The guarded settings where the file differs from the session's own: taken (listed before anything
+    runs) or left (and how to take them)."""
+    differing = differences(saved, own)
+    if not differing:
+        return []
+    listed = "; ".join(f"{name} {_shown(value)} (yours: {_shown(mine)})" for name, value, mine in differing)
+    if taken:
+        return [
+            f"Taken from the session file, as asked (--settings): {listed}. Check them before you run a "
+            "cell: they decide what a reply may do and what the model is told."
+        ]
+    names = ", ".join(name for name, _, _ in differing)
+    return [
+        f"The session file's own {names} {'were' if len(differing) > 1 else 'was'} not taken: what replies "
+        "may do and what the model is told stay this notebook's. To take them, load with --settings "
+        f"(%agent load {shlex.quote(str(source))} --settings; Agent.load(path, settings=True)); they will "
+        f"be listed first. In the file: {listed}."
+    ]
+
+
+def _shown(value: Any) -> str:
+    """A setting's value, short and on one line (a prompt can be pages long)."""
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def snapshot(agent: Agent) -> SavedSession:

@@ -10,6 +10,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,13 @@ class SessionFileError(TwinnyError, ValueError):
     The message names the file and says what to do. Nothing is lost: a failed load leaves the session in
     use as it was, a failed save leaves the file that was there whole.
     """
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past a float's range
+        return False
 
 
 def _shown(value: Any) -> str:
@@ -95,9 +103,9 @@ class Reader:
         return value
 
     def real(self, key: str, default: Any = _MISSING) -> float:
-        """A number."""
+        """A finite number (JSON's ``1e400`` reads as infinity: refused like any other wrong value)."""
         value = self._get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
             raise self._wrong(key, "a number", value)
         return float(value)
 
@@ -106,7 +114,7 @@ class Reader:
         value = self._get(key, None)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
             raise self._wrong(key, "a number or null", value)
         return float(value)
 
