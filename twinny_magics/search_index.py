@@ -13,23 +13,33 @@ weighed over a path's words, and those over the text. A file over `INDEX_CHARS` 
 a binary file is listed, never read as text. An index that is corrupt, from another version, or that
 cannot be written (a read-only cache, a link where the file should be) is rebuilt, or kept in memory
 for the session: never an error for the user.
+
+What is read back from the index file is not trusted as the files' text. The index says which lines
+of which file match; the lines handed out are read from the file at that moment, and a chunk whose
+stored text the file no longer holds (changed within its mtime's resolution, or planted) is left out
+and its file read again by the next update; a definition's name is shown only where its line holds
+it. And an index is kept only in a folder, and a file, that this user owns and no one else can write
+(else it is kept in memory): another user cannot leave one for this user's workspace to trust.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import sqlite3
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import WorkspaceError
 from .outline import Definition, outline
 from .retrieval import (
+    CHUNK_LINES,
     Chunk,
     FileInfo,
     Survey,
@@ -155,8 +165,11 @@ class SearchIndex:
         digest = hashlib.sha256(os.fsencode(self.conf.root)).hexdigest()[:24]
         path = folder / f"{digest}.sqlite"
         try:
-            if not stat.S_ISREG(os.lstat(path).st_mode):
-                return None  # a link or a folder in its place: nothing is written through it
+            if not _own(os.stat(folder)):
+                return None  # a folder others can write to: any index in it may be theirs
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or not _own(info):
+                return None  # a link, a folder, or a file someone else can write: not read, not written
         except FileNotFoundError:
             pass
         except OSError:
@@ -299,28 +312,70 @@ class SearchIndex:
             "WHERE chunks MATCH ? ORDER BY rank LIMIT ?",
             (match_query(terms), max(n * 6, 24)),
         ).fetchall()
-        out: list[Chunk] = []
+        ranked: list[_Candidate] = []
         per_file: dict[str, int] = {}
         wanted = set(terms)
         outlines: dict[str, tuple[Definition, ...]] = {}
         for path, start, end, body, rank in rows:
-            if per_file.get(path, 0) >= PER_FILE or not self._visible(path):
+            if not isinstance(path, str) or per_file.get(path, 0) >= PER_FILE or not self._visible(path):
+                continue
+            bounds = _bounds(start, end)
+            if bounds is None:
                 continue
             per_file[path] = per_file.get(path, 0) + 1
-            first, last = int(start), int(end)
+            first, last = bounds
             if path not in outlines:  # one read of a file's outline, however many of its chunks match
                 outlines[path] = _file_definitions(db, path)
             defined = tuple(d for d in outlines[path] if first <= d.line <= last)
-            names = tuple(d.name for d in defined)
             # A chunk that defines a name the question asks about is what it asks for (before a test of
             # it, or a line that uses it): BM25 sees only that the word occurs there. A function or a
             # class of that name counts more than an assignment to it (``countby = curry(countby)``
             # re-exports the function; it does not define it).
             asked = [_DEFINES_BONUS.get(d.kind, 3.0) for d in defined if d.name.lower() in wanted]
             score = -float(rank) + max(asked, default=0.0)
-            out.append(Chunk(path, first, last, tuple(str(body).split("\n")), names, score))
-        out.sort(key=lambda c: -c.score)
-        return out[:n]
+            ranked.append(_Candidate(path, first, last, str(body), defined, score))
+        ranked.sort(key=lambda c: -c.score)
+        return self._hand_out(db, ranked, n)
+
+    def _hand_out(self, db: sqlite3.Connection, ranked: list[_Candidate], n: int) -> list[Chunk]:
+        """The best ``n`` candidates whose text the file holds now, each with the file's own lines.
+
+        The index only says which lines to show: what they say is read from the file (the index file
+        may have been written by someone else, or the file changed within its mtime's resolution).
+        A chunk the file does not hold is left out and its file read again by the next update.
+        """
+        reach: dict[str, int] = {}  # a file is read once, as far as its furthest candidate
+        for c in ranked:
+            reach[c.path] = max(reach.get(c.path, 0), c.last)
+        files: dict[str, list[str] | None] = {}
+        stale: set[str] = set()
+        out: list[Chunk] = []
+        for c in ranked:
+            if len(out) == n:
+                break
+            if c.path not in files:
+                files[c.path] = self._lines(c.path, reach[c.path])
+            lines = files[c.path]
+            held = tuple(lines[c.first - 1 : c.last]) if lines is not None and len(lines) >= c.last else None
+            if held is None or "\n".join(held) != c.body:
+                stale.add(c.path)
+                continue
+            # A definition counts only where the file's line holds its name.
+            names = tuple(d.name for d in c.defined if d.name and d.name in held[d.line - c.first])
+            out.append(Chunk(c.path, c.first, c.last, held, names, c.score))
+        if stale:
+            db.executemany("UPDATE files SET mtime = -1 WHERE path = ?", [(p,) for p in sorted(stale)])
+            db.commit()
+        return out
+
+    def _lines(self, path: str, count: int) -> list[str] | None:
+        """The first ``count`` lines of a file as the index reads them; None if it cannot be read now."""
+        try:
+            target = self.conf.resolve(path)
+            reader = TextLines(target, keep=LINE_CHARS, budget=INDEX_CHARS)
+            return [head for head, _ in itertools.islice(reader, count)]
+        except (OSError, WorkspaceError, ValueError):
+            return None
 
     def _visible(self, path: str) -> bool:
         """Whether a file the index holds is still one the tools would read (the rules may have changed)."""
@@ -329,6 +384,27 @@ class SearchIndex:
         except WorkspaceError:
             return False
         return True
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A chunk as the index holds it, ranked, before its text is checked against the file."""
+
+    path: str
+    first: int
+    last: int
+    body: str
+    defined: tuple[Definition, ...]
+    score: float
+
+
+def _bounds(start: object, end: object) -> tuple[int, int] | None:
+    """A stored chunk's first and last line, or None when they are not a chunk's (see `chunk_bounds`)."""
+    if not isinstance(start, int) or not isinstance(end, int):
+        return None
+    if start < 1 or end < start or end - start >= CHUNK_LINES:
+        return None
+    return start, end
 
 
 def _file_definitions(db: sqlite3.Connection, path: str) -> tuple[Definition, ...]:
@@ -363,6 +439,17 @@ def _drop_chunks(db: sqlite3.Connection, path: str) -> None:
     if ids:
         db.executemany("DELETE FROM chunks WHERE rowid = ?", [(i,) for i in ids])
         db.execute("DELETE FROM chunk_files WHERE file = ?", (path,))
+
+
+def _own(info: os.stat_result) -> bool:
+    """Whether only this user can change a file or folder: theirs, and not writable by group or others.
+
+    The index is read back as the chunks the model is shown, so it must be one this user wrote: on a
+    shared machine (or a shared ``$TWINNY_MAGICS_INDEX_DIR``) another user could have left one there.
+    """
+    if not hasattr(os, "geteuid"):  # no owners to compare (Windows): the user's own profile folder
+        return True
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def _remove(path: Path) -> None:
