@@ -39,6 +39,7 @@ import hashlib
 import json
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,8 +54,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The folder is put on the path just above, so that this runs as a plain script.
+import tasks_all
+import tasks_common
 import tasks_toolz
-from tasks_toolz import KINDS, Task
+from tasks_common import KINDS, Task
 
 from twinny_magics import protocol
 from twinny_magics.conversation import (
@@ -71,7 +74,12 @@ from twinny_magics.conversation import (
 from twinny_magics.errors import PromptTooLong
 from twinny_magics.events import Notice, Reply, RequestRecord, Step
 from twinny_magics.experiment import Results, Variant, run
+from twinny_magics.experiment.checks import Question, describe
+from twinny_magics.experiment.copies import Snapshot, changes, snapshot
 from twinny_magics.experiment.records import Run
+from twinny_magics.experiment.runner import DEFAULTS
+from twinny_magics.experiment.serving import RunServer, seeded
+from twinny_magics.experiment.variants import effective
 from twinny_magics.loop import DEFAULT_SYSTEM_PROMPT, ModelServer
 from twinny_magics.servers import base as wire
 from twinny_magics.tools import Workspace
@@ -396,10 +404,17 @@ def record_path(model: str, window: int | str, selection: str) -> Path:
     return RECORDS / f"{slug}.json"
 
 
-def selection_name(tasks: Sequence[Task], every: Sequence[Task], configs: Sequence[str], quick: bool) -> str:
-    """``quick``, ``full``, or ``partial-<digest>`` for another choice of tasks or configurations."""
+def selection_name(
+    tasks: Sequence[Task],
+    every: Sequence[Task],
+    configs: Sequence[str],
+    quick: bool,
+    default: Sequence[str] = DEFAULT_CONFIGS,
+) -> str:
+    """``quick``, ``full``, or ``partial-<digest>`` for another choice of tasks or configurations than the
+    ``default`` ones."""
     names = [t.name for t in tasks]
-    if list(configs) == DEFAULT_CONFIGS:
+    if list(configs) == list(default):
         if quick and names == [t.name for t in every if t.quick]:
             return "quick"
         if names == [t.name for t in every]:
@@ -458,6 +473,200 @@ def bench(
     return results
 
 
+# -- a code base's tasks as one session -----------------------------------------------------------------
+
+
+def session_agent(**options: Any) -> Any:
+    """Our loop as a user's kernel makes it for each question: a fresh ``Agent``, and whatever the process
+    learned in earlier questions (the mode ``auto`` chose for this server and model) kept."""
+    from twinny_magics.agent import Agent
+
+    return Agent(**options)
+
+
+def forget_learned() -> None:
+    """What a new process starts with: nothing ``auto`` learned (a session begins in a new process)."""
+    try:
+        from twinny_magics.modes import LEARNED_MODES
+    except ImportError:  # a package without the memory
+        return
+    LEARNED_MODES.clear()
+
+
+def session_variant(name: str) -> Variant:
+    """The configuration ``name`` as a session runs it: our loop's factory keeps what the process learned."""
+    variant = CONFIGS[name][1]
+    if variant.factory is not fresh_agent:
+        return variant  # the naive loop and no-tools remember nothing between questions anyway
+    return Variant(name, factory=session_agent, **variant.options)
+
+
+def _connect_once(options: dict[str, Any]) -> ModelServer:
+    if "server" in options:
+        return options["server"]
+    from twinny_magics.servers import connect
+
+    return connect(
+        options["base_url"],
+        model=options.get("model"),
+        kind=options.get("kind"),
+        api_key=options.get("api_key"),
+        window=options.get("window"),
+    )
+
+
+def reset_changes(copy: Path, template: Path, changed: Sequence[str]) -> None:
+    """Undo a question's changes to the session's workspace (``M``/``D``: the template's file back; ``A``:
+    removed), so that the next question meets the files its check was made from."""
+    for change in changed:
+        how, rel = change[:1], change[2:]
+        target = copy / rel
+        if how == "A":
+            target.unlink(missing_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(template / rel, target)
+
+
+def session(
+    tasks: Sequence[Task],
+    configs: Sequence[str],
+    *,
+    workspace: Path,
+    server_options: dict[str, Any],
+    record: Path,
+    steps: int = 12,
+    seed: int = SEED,
+    resume: bool = False,
+    resume_stale: bool = False,
+) -> Results:
+    """The tasks asked one after another in this process, as a notebook session asks them.
+
+    For each configuration, one session: what ``auto`` learned is forgotten once, at its start (a new
+    process), and never again; a fresh ``Agent`` per question, as a user's kernel makes one per cell; one
+    copy of the workspace for the whole session (the same path, so what is kept per workspace stays too);
+    the prompt cache is not skipped (a kernel's requests use it). Greedy and seeded like the fresh runs.
+    Edits are applied and judged, then undone before the next question (the only reset: every check is
+    made from the pristine files, and a question after a wrong edit would otherwise be asked of files its
+    check does not describe). Saved after every question; ``resume`` carries on from the first question
+    not done, in a new process (noted under ``settings['restarted_at']``: the memory of the questions
+    before it is not replayed).
+    """
+    fingerprint = package_fingerprint()
+    questions = [t.as_question() for t in tasks]
+    variants = [session_variant(name) for name in configs]
+    common = {**DEFAULTS, "steps": steps, "commands": "off"}
+    results = Results(
+        questions,
+        variants,
+        settings={
+            "session": True,
+            "seed": seed,
+            "package": fingerprint,
+            "workspace": str(workspace),
+            "options": effective(common, {}),
+            "restarted_at": {},
+        },
+        effective={v.name: effective(common, v.options) for v in variants},
+    )
+    if resume and record.exists():
+        earlier = Results.load(record)
+        then = earlier.settings.get("package")
+        if then != fingerprint and not resume_stale:
+            raise SystemExit(
+                f"{record} was made by another version of the package ({then}, now {fingerprint}): its runs "
+                "would not compare. Start afresh (no --resume), or --resume-stale to keep them anyway."
+            )
+        if earlier.settings.get("seed") != seed or not earlier.settings.get("session"):
+            raise SystemExit(f"Cannot resume {record}: it is not a session run with seed {seed}.")
+        saved = {q.name: q for q in earlier.questions}
+        for question in questions:
+            old = saved.get(question.name)
+            if old is not None and (
+                old.text != question.text or describe(old.check) != describe(question.check)
+            ):
+                raise SystemExit(f"Cannot resume {record}: question {question.name!r} changed since.")
+        wanted = {(q.name, v.name) for q in questions for v in variants}
+        results.runs = [r for r in earlier.runs if r.outcome != "error" and (r.question, r.variant) in wanted]
+        results.settings["restarted_at"] = dict(earlier.settings.get("restarted_at") or {})
+        print(f"resuming {record}: {len(results.runs)} runs kept", file=sys.stderr)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    base = _connect_once(server_options)
+    results.servers = {v.name: {"kind": base.kind, "model": base.model} for v in variants}
+    done = {r.key[:2] for r in results.runs}
+    started = time.monotonic()
+    try:
+        for variant in variants:
+            todo = [q for q in questions if (q.name, variant.name) not in done]
+            if not todo:
+                continue
+            if len(todo) < len(questions):
+                results.settings["restarted_at"][variant.name] = todo[0].name
+            forget_learned()  # this session's process is new; from here on nothing is cleared
+            with tempfile.TemporaryDirectory(prefix="twinny-session-") as temp:
+                template, copy = Path(temp) / "template", Path(temp) / "workspace"
+                shutil.copytree(workspace, template, symlinks=True)
+                shutil.copytree(template, copy, symlinks=True)
+                before = snapshot(copy)
+                for number, question in enumerate(todo, 1):
+                    run_ = _session_run(
+                        question, variant, copy=copy, before=before, base=base, common=common, seed=seed
+                    )
+                    reset_changes(copy, template, run_.changed)
+                    results.runs.append(run_)
+                    results.save(record)
+                    failed = run_.why and run_.outcome != "pass"
+                    why_ = f" — {run_.why.splitlines()[0][:100]}" if failed else ""
+                    print(
+                        f"[session {variant.name} {number}/{len(todo)}] {run_.outcome} {question.name} "
+                        f"({run_.seconds:.1f} s){why_}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    except KeyboardInterrupt:
+        results.stopped = "interrupted"
+    finally:
+        results.settings["seconds"] = round(time.monotonic() - started, 3)
+        results.save(record)
+    return results
+
+
+def _session_run(
+    question: Question,
+    variant: Variant,
+    *,
+    copy: Path,
+    before: Snapshot,
+    base: ModelServer,
+    common: dict[str, Any],
+    seed: int,
+) -> Run:
+    """One question of a session: a fresh Agent on the session's workspace, its reply judged."""
+    server = RunServer(base, cold_first=False)
+    record = Run(question.name, variant.name, 0, "error", seed=seed)
+    options = {**common, **variant.options}
+    options["extra"] = seeded(options.get("extra"), seed, server.kind)
+    make: Any = variant.factory or session_agent
+    started = time.perf_counter()
+    try:
+        reply: Reply = make(server=server, workspace=copy, **options).run(question.text)
+    except Exception as error:  # a bug or an unreachable server: this question errs, the others go on
+        record.why = f"{type(error).__name__}: {error}"
+        record.seconds = round(time.perf_counter() - started, 3)
+        return record
+    record.seconds = round(time.perf_counter() - started, 3)
+    record.refused = server.refused
+    record.reply = reply
+    record.changed = changes(before, snapshot(copy, before))
+    if reply.stopped == "error":
+        record.why = reply.error or "the server failed"
+        return record
+    verdict = question.judge(reply, copy, [change[2:] for change in record.changed])
+    record.outcome = "pass" if verdict.passed else "fail"
+    record.why, record.check_raised = verdict.why, verdict.raised
+    return record
+
+
 # -- what a run gives ------------------------------------------------------------------------------------
 
 
@@ -484,6 +693,14 @@ def why(task: Task, run_: Run) -> str:
         how = " (the target, not as asked)" if f"M {target}" in run_.changed else ""
         return "changed: " + ", ".join(run_.changed[:6]) + how
     return (run_.why.splitlines() or [""])[0][:200]
+
+
+def fresh_prompt_tokens(run_: Run) -> int:
+    """Prompt tokens the server evaluated afresh over the reply's requests (its count less what it
+    reported as read from its cache)."""
+    if not run_.reply:
+        return 0
+    return sum(max(0, (q.prompt_tokens or 0) - (q.cached_tokens or 0)) for q in run_.reply.requests)
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -514,6 +731,8 @@ def summarise(results: Results, tasks: Sequence[Task], configs: Sequence[str]) -
             "seconds": _mean([r.seconds for r in judged]),
             "steps_per_pass": _mean([r.steps for r in passed]),
             "prompt_tokens_per_pass": _mean([r.prompt_tokens for r in passed]),
+            "fresh_prompt_tokens_per_pass": _mean([fresh_prompt_tokens(r) for r in passed]),
+            "seconds_per_pass": _mean([r.seconds for r in passed]),
         }
     by_kind = {
         kind: {
@@ -678,6 +897,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume-stale", action="store_true", help="resume even if the package changed since")
     p.add_argument("--record", type=Path, help="the full record's path (default: artifacts/bench_tasks/…)")
     p.add_argument("--no-store", action="store_true", help=f"do not write {RESULTS.name}")
+    p.add_argument(
+        "--codebase",
+        help=f"code bases, comma-separated ({', '.join(tasks_all.CODEBASES)}); with --set, those of the set",
+    )
+    p.add_argument(
+        "--set",
+        dest="split",
+        choices=("dev", "heldout", "all"),
+        help="the development code bases, the held-out one, or all (held-out runs are for reporting only)",
+    )
+    p.add_argument(
+        "--session",
+        action="store_true",
+        help="ask each code base's tasks one after another in this process (a fresh Agent per question, "
+        "nothing learned cleared between them), as a notebook session does",
+    )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help=f"print the code-base tables from {RESULTS.name} for --gguf/--model and --window; run nothing",
+    )
     return p
 
 
@@ -696,6 +936,13 @@ def _stopped(signum: int, frame: object) -> None:
 
 def bench_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark the parsed ``args`` describe, print its tables, store its summary."""
+    if args.report:
+        model = Path(args.gguf).stem if args.gguf else args.model
+        text = overview(stored_codebase_runs(model, args.window or DEFAULT_WINDOW))
+        print(text or "No code-base runs stored for that model and window.")
+        return {}
+    if args.codebase or args.split or args.session:
+        return bench_codebases(args)
     started = time.perf_counter()
     commit = package_commit()  # now: the package is loaded now, and others may commit during a long run
     try:
@@ -761,6 +1008,207 @@ def bench_from_args(args: argparse.Namespace) -> dict[str, Any]:
         store(f"{server.get('model')}, window {window}, {selection}", entry)
         print(f"\nWrote {RESULTS.name} and the full record {entry['record']}", file=sys.stderr)
     return entry
+
+
+# -- the code bases: development and held-out, fresh and as sessions --------------------------------------
+
+#: What a code-base run compares unless --configs says otherwise: the loop as a user gets it.
+CODEBASE_CONFIGS = ["defaults"]
+
+
+def pick_tasks(every: Sequence[Task], wanted: str | None, quick: bool, elsewhere: set[str]) -> list[Task]:
+    """The tasks of one code base that ``wanted`` names (names or kinds, comma-separated); a word that
+    names nothing here but a task of another code base (``elsewhere``) is not refused."""
+    if not wanted:
+        return [t for t in every if t.quick] if quick else list(every)
+    words = [w.strip() for w in wanted.split(",") if w.strip()]
+    known = {t.name for t in every} | set(KINDS)
+    unknown = [w for w in words if w not in known | elsewhere]
+    if unknown:
+        raise ValueError(f"no task or kind named {', '.join(unknown)} in the chosen code bases")
+    return [t for t in every if t.name in words or t.kind in words]
+
+
+def codebase_key(
+    codebase: str, split: str, mode: str, *, model: Any, window: int, selection: str, commit: str
+) -> str:
+    """Where a code-base run is kept in the results file: code base, set, fresh/session, model, window,
+    the task selection, and the commit it ran at."""
+    return f"{codebase} ({split}), {mode}, {model}, window {window}, {selection}, at {commit}"
+
+
+def bench_codebases(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the chosen code bases' tasks, fresh or as sessions, held-out first; print and store each, then
+    the tables over every code-base run stored for this model and window."""
+    started = time.perf_counter()
+    commit = package_commit()
+    try:
+        chosen = tasks_all.pick(args.codebase, args.split or "all")
+        for codebase in chosen:
+            codebase.pin.fetch()
+        configs = pick_configs(args.configs) if args.configs else list(CODEBASE_CONFIGS)
+    except (ValueError, tasks_common.SourceMissing) as error:
+        raise SystemExit(str(error)) from None
+    if not chosen:
+        raise SystemExit("No code base is in that choice.")
+    mode = "session" if args.session else "fresh"
+    asked: int | None = args.window or (None if args.server else DEFAULT_WINDOW)
+    entries: dict[str, dict[str, Any]] = {}
+    with serving(args) as (options, model), tempfile.TemporaryDirectory(prefix="twinny-bench-") as temp:
+        built = []
+        for codebase in chosen:
+            workspace = codebase.workspace(Path(temp) / codebase.name)
+            built.append((codebase, workspace, codebase.tasks(workspace)))
+        names = {t.name for _, _, every in built for t in every}
+        for codebase, workspace, every in built:
+            try:
+                tasks = pick_tasks(every, args.tasks, args.quick, names)
+            except ValueError as error:
+                raise SystemExit(str(error)) from None
+            if not tasks:
+                continue
+            selection = selection_name(tasks, every, configs, args.quick, CODEBASE_CONFIGS)
+            record = (
+                args.record
+                if args.record and len(chosen) == 1
+                else record_path(model, asked or "server", f"{codebase.name}-{mode}-{selection}")
+            )
+            print(
+                f"{codebase.name} ({codebase.split}, {mode}): {len(tasks)} of {len(every)} tasks × "
+                f"{', '.join(configs)}",
+                file=sys.stderr,
+            )
+            runner = session if args.session else bench
+            results = runner(
+                tasks,
+                configs,
+                workspace=workspace,
+                server_options=options,
+                record=record,
+                steps=args.steps,
+                seed=args.seed,
+                resume=args.resume,
+                resume_stale=args.resume_stale,
+            )
+            summary = summarise(results, tasks, configs)
+            server = next(iter(results.servers.values()), {})
+            window = observed_window(results) or asked or 0
+            heading = (
+                f"{codebase.name} {codebase.pin.version} ({codebase.split}, {mode}; {len(tasks)} tasks, "
+                f"{selection}): model {server.get('model')} ({server.get('kind')}), window {window:,}, "
+                f"greedy, seed {args.seed}"
+            )
+            print()
+            print(tables(summary, heading))
+            entry = {
+                **summary,
+                "codebase": codebase.name,
+                "set": codebase.split,
+                "mode": mode,
+                "model": server.get("model"),
+                "server_kind": server.get("kind"),
+                "window": window,
+                "selection": selection,
+                "steps": args.steps,
+                "seed": args.seed,
+                "seconds": round(time.perf_counter() - started, 1),
+                "record": str(record.relative_to(ROOT)) if record.is_relative_to(ROOT) else str(record),
+                "source": {"sdist": codebase.pin.file, "sha256": codebase.pin.sha256},
+                "package": commit,
+                "package_fingerprint": results.settings.get("package"),
+                "restarted_at": results.settings.get("restarted_at") or {},
+                "python": sys.version.split()[0],
+                "machine": platform.machine(),
+            }
+            key = codebase_key(
+                codebase.name, codebase.split, mode, server.get("model"), window, selection, commit
+            )
+            entries[key] = entry
+            if not args.no_store:
+                store(key, entry)
+            if results.stopped:
+                break
+    if not args.no_store:
+        print(f"\nWrote {RESULTS.name}; full records in {RECORDS.relative_to(ROOT)}/", file=sys.stderr)
+        model_name = next(iter(entries.values()), {}).get("model")
+        window_ = next(iter(entries.values()), {}).get("window")
+        every_run = stored_codebase_runs(model_name, window_) if model_name and window_ else entries
+    else:
+        every_run = entries
+    text = overview(every_run)
+    if text:
+        print()
+        print(text)
+    return {"runs": entries}
+
+
+def stored_codebase_runs(model: str | None, window: int, path: Path = RESULTS) -> dict[str, dict[str, Any]]:
+    """The code-base runs in the results file for ``model`` at ``window``: the latest stored of each code
+    base, mode and task selection."""
+    if not path.exists():
+        return {}
+    runs = json.loads(path.read_text(encoding="utf-8")).get("runs", {})
+    latest: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
+    for key, entry in runs.items():
+        if not isinstance(entry, dict) or "codebase" not in entry:
+            continue  # the toolz runs from before the code bases
+        if (model and entry.get("model") != model) or entry.get("window") != window:
+            continue
+        latest[(entry["codebase"], entry["mode"], entry["selection"])] = (key, entry)  # later keys win
+    return dict(latest.values())
+
+
+def overview(entries: dict[str, dict[str, Any]]) -> str:
+    """Tables over code-base runs: held-out first, per code base, held-out against development, fresh
+    against session, and per kind; with steps, fresh prompt tokens and seconds per passed task."""
+    if not entries:
+        return ""
+    rows = sorted(entries.values(), key=lambda e: (e["set"] != "heldout", e["codebase"], e["mode"]))
+    configs = sorted({c for e in rows for c in e["configs"]}, key=lambda c: list(CONFIGS).index(c))
+    lines = [
+        "By code base (held-out first): passed, and per passed task its steps, prompt tokens evaluated "
+        "afresh and seconds",
+        f"{'code base':<12} {'set':<8} {'mode':<8} {'config':<10} {'passed':>8} {'rate':>5} {'steps':>5} "
+        f"{'fresh tok':>9} {'s':>6} {'refused':>7} {'no answer':>9}  done",
+    ]
+    for e in rows:
+        for name, c in e["configs"].items():
+            rate = "—" if c["pass_rate"] is None else f"{c['pass_rate']:.0%}"
+            lines.append(
+                f"{e['codebase']:<12} {e['set']:<8} {e['mode']:<8} {name:<10} "
+                f"{_rate(c['passed'], c['judged']):>8} {rate:>5} {_num(c.get('steps_per_pass')):>5} "
+                f"{_num(c.get('fresh_prompt_tokens_per_pass'), 0):>9} {_num(c.get('seconds_per_pass')):>6} "
+                f"{c['refused']:>7} {c['no_answer']:>9}  "
+                f"{e['runs_done']}/{e['runs_total']} ({e['selection']})"
+            )
+    lines += ["", "Held-out against development, fresh against session (passed/judged)"]
+    lines.append(f"{'set':<8} {'config':<10} {'fresh':>9} {'session':>9}")
+    for split in ("heldout", "dev"):
+        for name in configs:
+            cells = []
+            for mode in ("fresh", "session"):
+                mine = [
+                    e["configs"][name]
+                    for e in rows
+                    if e["set"] == split and e["mode"] == mode and name in e["configs"]
+                ]
+                cells.append(_rate(sum(c["passed"] for c in mine), sum(c["judged"] for c in mine)))
+            lines.append(f"{split:<8} {name:<10} {cells[0]:>9} {cells[1]:>9}")
+    columns = [(e, name) for e in rows for name in e["configs"]]
+    labels = [
+        f"{e['codebase'][:7]}/{e['mode'][0]}" + (f"/{name}" if len(configs) > 1 else "")
+        for e, name in columns
+    ]
+    lines += [
+        "",
+        "Passed per kind (f: fresh, s: session)",
+        f"{'kind':<11} " + " ".join(f"{x:>11}" for x in labels),
+    ]
+    for kind in KINDS:
+        cells = [_rate(*e["by_kind"][kind][name]) if kind in e["by_kind"] else "" for e, name in columns]
+        if any(cells):
+            lines.append(f"{kind:<11} " + " ".join(f"{c or '':>11}" for c in cells))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
