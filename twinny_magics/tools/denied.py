@@ -10,21 +10,52 @@ folder that matches withholds everything inside it (``.ssh/`` covers ``.ssh/id_r
 tools never list, find, read, grep, edit or create such a path: a walk skips it silently and a direct
 request is told that the file is withheld as a likely secret, never what it holds.
 
-The defaults:
+The defaults (in ``DEFAULT_SECRET_FILES``, each group with the reason it is there):
 
-- environment files: ``.env``, ``.env.*`` (but not ``.env.example``, ``.env.sample``, ``.env.template``),
-  ``.envrc``;
-- private keys: ``id_rsa``, ``id_dsa``, ``id_ecdsa``, ``id_ed25519`` (and their ``_sk`` variants; the
-  ``.pub`` halves stay visible), ``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``, ``*.jks``, ``*.keystore``,
-  ``*.ppk``, ``*.kdbx``;
-- tools' credential stores: ``.netrc``, ``_netrc``, ``.pgpass``, ``.my.cnf``, ``.npmrc``, ``.pypirc``,
-  ``.git-credentials``, ``.docker/config.json``, ``.kube/config``, ``.config/gh/hosts.yml``, ``.s3cfg``,
-  ``.boto``, ``.vault-token``, ``.terraformrc``, ``terraform.rc``, ``.htpasswd``;
-- whole folders: ``.aws/``, ``.ssh/``, ``.gnupg/``, ``.azure/``, ``.config/gcloud/``;
-- names that say so: ``*secret*`` (so ``*secrets*``) and ``*credential*``, files and folders alike —
-  except source code and docs (``credentials.py``, ``secrets.ts``, ``secret-handling.md``): those are the
-  code a question is about, and a key written in them is masked in every result (``redact``);
+- environment files: ``.env`` and every name that starts with it (``.env.production.local``,
+  ``.env-prod``, ``.env~``, ``.envrc``, Symfony's ``.env.local.php``, cookiecutter's ``.envs/``), docker's
+  ``*.env`` and ``*.env.*``, ``env.local`` — but not the templates checked in beside them
+  (``*.example``, ``*.sample``, ``*.template``, ``*.dist``) nor type declarations (``*.d.ts``);
+- private keys: ``id_rsa*``, ``id_dsa*``, ``id_ecdsa*``, ``id_ed25519*`` (their copies and ``_sk``
+  variants), keys named by hand (``*_rsa``, ``*_ed25519``, ``*_key``, ``*-key``: ``deploy_rsa``,
+  ``ssh_host_ed25519_key``), ``*.pem``, ``*.key``, ``*.p8``; the ``.pub`` halves stay visible;
+- key stores and password databases: ``*.p12``, ``*.pfx``, ``*.jks``, ``*.bks``, ``*.keystore``,
+  ``keystore``, Android's ``key.properties`` / ``keystore.properties``, ``*.ppk``, ``*.kdbx``, ``*.kdb``,
+  ``*.psafe3``, ``*.agilekeychain``, ``*.opvault``, ``*.keychain``, ``*.keychain-db``, ``*.ovpn``, GnuPG's
+  ``secring.*`` and ``private-keys-v1.d/``;
+- tools' credential stores: ``.netrc``, ``_netrc``, ``.pgpass``, ``.my.cnf``, ``.mylogin.cnf``,
+  ``.npmrc``, ``.pypirc``, ``.git-credentials``, ``.docker/config.json``, ``.dockercfg``,
+  ``.kube/config``, ``*.kubeconfig``, ``.config/gh/hosts.yml``, ``.config/hub``, ``.config/doctl/``,
+  ``rclone.conf``, ``.s3cfg``, ``.boto``, ``.vault-token``, ``.terraformrc``, ``terraform.rc``,
+  ``.databrickscfg``, ``*passwd*`` (``.htpasswd``, ``.passwd-s3fs``), Maven's ``settings-security.xml``,
+  ``wp-config.php``, the SFTP/FTP clients' ``sftp-config.json``, ``.vscode/sftp.json``, ``.ftpconfig``,
+  ``.remote-sync.json``, FileZilla's ``filezilla.xml`` / ``recentservers.xml`` / ``sitemanager.xml``,
+  Azure's ``*.publishsettings``;
+- token files: Hugging Face's ``huggingface/token`` and ``stored_tokens``, ``.token``, ``*.token``,
+  ``token.txt``, the ``token.json`` / ``token.pickle`` that Google's quickstarts write, ``*_token``,
+  ``*-token`` and those with ``.txt`` / ``.json`` (``.hf_token``, ``github_token``, ``gitlab-token.txt``);
+- cloud keys: a service account's JSON key (``*service?account*.json``, ``*serviceaccount*.json``,
+  ``*firebase-adminsdk*.json``, ``*-sa.json``, ``key.json``, ``*-key.json``, ``*_key.json``), gcloud's
+  ``adc.json`` and ``access_tokens.db``;
+- whole folders: ``.aws/``, ``.ssh/``, ``.gnupg/``, ``.azure/``, ``.oci/``, ``.config/gcloud/``;
+- shells' and database clients' histories (``.*_history``, ``.histfile``): commands typed with a key;
+- names that say so: ``*secret*`` and ``*credential*`` (files and folders alike), and a name that ends
+  in ``password``/``passwords``, ``apikey``/``api_key``/``api-key`` (and plurals), ``private_key`` or
+  ``kubeconfig``/``kube_config`` — alone or with one extension (``db_password``, ``passwords.txt``,
+  ``openai-apikey``, ``kube_config_cluster.yml``) — except source code and docs (``credentials.py``,
+  ``secrets.ts``, ``password_reset.html``, ``kube_config.py``, ``secret-handling.md``): those are the code
+  a question is about, and a key written in them is masked in every result (``redact``);
 - Terraform: ``*.tfvars``, ``*.tfvars.json``, ``*.tfstate``, ``*.tfstate.*``.
+
+A backup or an editor's copy is withheld when the name it copies is (`backup_original`): ``id_rsa.bak``,
+``.netrc~``, ``wp-config.php.save``, vim's ``.wp-config.php.swp``, emacs' ``#server.key#`` — with the
+user's own patterns too (``*.sqlite`` withholds ``app.sqlite.old``).
+
+Left visible on purpose: ``*.age`` and other encrypted files (ciphertext without its key), public
+certificates (``*.crt``, ``*.cer``) and keys (``*.pub``), ``*.mobileprovision`` (a signed profile, no
+private key), ``.yarnrc.yml``, ``google-services.json``, ``.firebaserc``, ``settings.py``,
+``database.yml``: configuration that a question is often about and that may hold a token, which is
+masked where it is written (``redact``).
 
 Override with ``secret_files=`` on `Workspace` (or `Confinement`): ``None`` keeps the defaults, a list
 of patterns replaces them (``[*DEFAULT_SECRET_FILES, "*.sqlite"]`` extends them, a ``!pattern`` line
@@ -71,69 +102,188 @@ import pathspec
 
 from twinny_magics.tools.ignores import NameFilter
 
+# Code and docs named for what they handle (`credentials.py`, `password_reset.html`, `secrets.md`): the
+# names that say "secret" leave these visible.
 _SOURCE_EXTENSIONS = (
-    "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "rs", "java", "kt", "rb", "php", "cs",
-    "c", "h", "cc", "cpp", "hpp", "swift", "scala", "md", "rst",
+    "py", "pyi", "ipynb", "js", "mjs", "cjs", "ts", "tsx", "jsx", "vue", "svelte", "go", "rs", "java",
+    "kt", "rb", "php", "cs", "c", "h", "cc", "cpp", "hpp", "swift", "scala", "dart", "lua", "r", "jl",
+    "html", "htm", "css", "scss", "less", "md", "rst",
+)  # fmt: skip
+# Words that, in a file's name, say it holds a credential (`db_password.txt`, `api-key`,
+# `prod.kubeconfig`). `*secret*` and `*credential*` also withhold folders of that name; the others match
+# a name that ends in the word, or in the word and one extension, so that a folder of code named for
+# what it handles (Django's `password_reset/`) is not withheld whole.
+_SAYS_SO = ("secret", "credential")
+_ENDS_SO = (
+    "password", "passwords", "apikey", "api?key", "apikeys", "api?keys", "privatekey", "private?key",
+    "kubeconfig", "kube?config",
+)  # fmt: skip
+# Suffixes of backups and editors' copies: `id_rsa.bak`, `.netrc~`, `wp-config.php.save` are withheld
+# because the name they were copied from is (`SecretFiles.match`).
+BACKUP_SUFFIXES = (
+    ".bak", ".backup", ".old", ".orig", ".save", ".sav", ".tmp", ".temp", ".copy", ".prev", ".swp", ".swo",
 )  # fmt: skip
 DEFAULT_SECRET_FILES: tuple[str, ...] = (
-    # Environment files; the templates checked in beside them stay visible.
-    ".env",
-    ".env.*",
-    "!.env.example",
-    "!.env.sample",
-    "!.env.template",
-    ".envrc",
-    # Private keys (the .pub halves are not matched) and key stores.
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    "id_ecdsa_sk",
-    "id_ed25519_sk",
+    # Names that say what they hold...
+    *(f"*{word}*" for word in _SAYS_SO),
+    *(f"*{word}{end}" for word in _ENDS_SO for end in ("", ".*")),
+    "kubeconfig?*",
+    "kube?config?*",
+    "*passwd*",
+    # ...but not source code or docs (google-auth's credentials.py, Python's own secrets.py, Django's
+    # password_validation.py): hiding them loses the code questions are about, and a key written in them
+    # is masked in every tool result anyway (redact.py). Every pattern below this point wins over these.
+    *(f"!*.{ext}" for ext in _SOURCE_EXTENSIONS),
+    # Environment files: `.env` and every variant (`.env.production.local`, `.env-prod`, `.env~`,
+    # `.envrc`, Symfony's `.env.local.php`, cookiecutter's `.envs/` folder), docker's `*.env` files
+    # (`prod.env`), `env.local`. The templates checked in beside them stay visible.
+    ".env*",
+    "*.env",
+    "*.env.*",
+    "env.local",
+    *(f"!*.env*.{kind}" for kind in ("example", "sample", "template", "dist")),
+    "!*.d.ts",
+    # Private keys — any `id_*` key and its copies (`id_rsa.old`, `id_ed25519_sk`), custom-named keys
+    # (`deploy_rsa`, `ssh_host_ed25519_key`, `deploy-key`) — and key stores. The .pub halves stay visible.
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*_rsa",
+    "*_dsa",
+    "*_ecdsa",
+    "*_ed25519",
+    "*_ecdsa_sk",
+    "*_ed25519_sk",
+    "*_key",
+    "*-key",
+    "!*.pub",
     "*.pem",
     "*.key",
+    "*.p8",
     "*.p12",
     "*.pfx",
     "*.jks",
+    "*.bks",
     "*.keystore",
+    "keystore",
+    "keystore.properties",
+    "key.properties",
     "*.ppk",
     "*.kdbx",
+    "*.kdb",
+    "*.psafe3",
+    "*.agilekeychain",
+    "*.opvault",
+    "*.keychain",
+    "*.keychain-db",
+    "*.ovpn",
+    "secring.*",
+    "private-keys-v1.d/",
     # Tools' credential stores.
     ".netrc",
     "_netrc",
     ".pgpass",
     ".my.cnf",
+    ".mylogin.cnf",
     ".npmrc",
     ".pypirc",
     ".git-credentials",
     "**/.docker/config.json",
+    ".dockercfg",
     "**/.kube/config",
+    "*.kubeconfig",
     "**/.config/gh/hosts.yml",
+    "**/.config/hub",
+    "**/.config/doctl/",
+    "rclone.conf",
     ".s3cfg",
     ".boto",
     ".vault-token",
     ".terraformrc",
     "terraform.rc",
+    ".databrickscfg",
     ".htpasswd",
+    "settings-security.xml",
+    "wp-config.php",
+    "sftp-config.json",
+    "**/.vscode/sftp.json",
+    ".ftpconfig",
+    ".remote-sync.json",
+    "filezilla.xml",
+    "recentservers.xml",
+    "sitemanager.xml",
+    "*.publishsettings",
+    # Token files: Hugging Face's `token` and `stored_tokens`, the `token.json` / `token.pickle` Google's
+    # quickstarts write, `.hf_token`, `github-token.txt`, `*.token`.
+    "**/huggingface/token",
+    "stored_tokens",
+    ".token",
+    "*.token",
+    "token.txt",
+    "token.json",
+    "token.pickle",
+    "*_token",
+    "*-token",
+    "*_token.txt",
+    "*-token.txt",
+    "*_token.json",
+    "*-token.json",
+    # Cloud keys: a service account's JSON key (`service-account.json`, `serviceAccountKey.json`,
+    # `my-sa.json`, `gcp-key.json`, Firebase's admin SDK key), gcloud's legacy `adc.json`.
+    "*service?account*.json",
+    "*serviceaccount*.json",
+    "*firebase-adminsdk*.json",
+    "*-sa.json",
+    "key.json",
+    "*-key.json",
+    "*_key.json",
+    "adc.json",
+    "access_tokens.db",
     # Whole folders of credentials.
     ".aws/",
     ".ssh/",
     ".gnupg/",
     ".azure/",
+    ".oci/",
     "**/.config/gcloud/",
-    # Names that say what they hold...
-    "*secret*",
-    "*credential*",
-    # ...but not source code named for what it handles (google-auth's credentials.py, Python's own
-    # secrets.py): hiding it loses the code questions are about, and a key written in it is masked in
-    # every tool result anyway (redact.py).
-    *(f"!*{word}*.{ext}" for word in ("secret", "credential") for ext in _SOURCE_EXTENSIONS),
+    # Shells' and database clients' histories: commands typed with a key or a password in them.
+    ".*_history",
+    ".histfile",
     # Terraform variables and state hold provider keys and every resource's secrets.
     "*.tfvars",
     "*.tfvars.json",
     "*.tfstate",
     "*.tfstate.*",
 )
+
+
+def backup_original(name: str) -> str | None:
+    """The name a backup or an editor's copy was made from, or None: ``id_rsa.bak`` → ``id_rsa``,
+    ``.env~`` → ``.env``, ``.wp-config.php.swp`` (vim) → ``wp-config.php``, ``#x#`` and ``.#x`` (emacs)
+    → ``x``; a copy of a copy (``x.old.bak``, ``x.bak~``) → ``x``."""
+    original = name
+    for _ in range(3):
+        base = _one_backup_less(name)
+        if not base:
+            break
+        name = base
+    return name if name != original else None
+
+
+def _one_backup_less(name: str) -> str | None:
+    if name.endswith("~") and len(name) > 1:
+        return name[:-1]
+    if len(name) > 2 and name.startswith("#") and name.endswith("#"):
+        return name[1:-1]
+    if name.startswith(".#") and len(name) > 2:
+        return name[2:]
+    for suffix in BACKUP_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            base = name[: -len(suffix)]
+            # Vim's swap file of `x` is `.x.swp`.
+            return base[1:] if suffix in (".swp", ".swo") and base.startswith(".") and len(base) > 1 else base
+    return None
 
 
 class SecretFiles:
@@ -166,13 +316,18 @@ class SecretFiles:
         parts = rel.lower().split("/")
         first = 1 if parents else len(parts)
         for end in range(first, len(parts) + 1):
-            if not self._may_match(parts[end - 1]):
-                continue
-            sub = "/".join(parts[:end]) + ("/" if end < len(parts) or is_dir else "")
-            found = self._spec.check_file(sub)
-            if found.include:
-                index = found.index if found.index is not None else -1
-                return self.patterns[index] if 0 <= index < len(self.patterns) else "a deny-list pattern"
+            name = parts[end - 1]
+            above = "/".join(parts[: end - 1])
+            trail = "/" if end < len(parts) or is_dir else ""
+            # A backup is withheld when its original is: `id_rsa.bak`, `.netrc~`, `app.sqlite.old`.
+            original = backup_original(name)
+            for candidate in (name,) if original is None else (name, original):
+                if not self._may_match(candidate):
+                    continue
+                found = self._spec.check_file(f"{above}/{candidate}{trail}" if above else candidate + trail)
+                if found.include:
+                    index = found.index if found.index is not None else -1
+                    return self.patterns[index] if 0 <= index < len(self.patterns) else "a deny-list pattern"
         return None
 
     def _may_match(self, name: str) -> bool:
