@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import version
 from ._lazy import lazy_names
 from .budget import ContextPlan, TokenEstimator, plan_context
 from .conversation import ToolCall
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from .servers import probe_context_window
     from .servers.scripted import ScriptedServer
 
-__version__ = "0.1.0"
+__version__ = version.__version__
 
 __all__ = [
     "Agent",

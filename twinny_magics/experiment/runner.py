@@ -41,6 +41,7 @@ from twinny_magics.experiment.records import Run
 from twinny_magics.experiment.results import Results
 from twinny_magics.experiment.serving import RunServer, seeded
 from twinny_magics.experiment.variants import SERVER_OPTIONS, Variant, check_options, effective
+from twinny_magics.version import __version__
 
 if TYPE_CHECKING:
     from twinny_magics.contracts import ModelServer
@@ -152,8 +153,6 @@ def _unique(names: list[str], what: str, fix: str) -> None:
 
 
 def _version() -> str:
-    from twinny_magics import __version__  # noqa: PLC0415
-
     return __version__
 
 

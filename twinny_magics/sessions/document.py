@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from twinny_magics import __version__
 from twinny_magics.budget import MAX_RATIO, MIN_RATIO, ContextPlan, Observation, plan_context
 from twinny_magics.notes import NoteEntry
 from twinny_magics.options import BY_NAME, check
@@ -36,6 +35,7 @@ from twinny_magics.sessions.replies import (
     reply_to_json,
 )
 from twinny_magics.usage import check_price
+from twinny_magics.version import __version__
 
 if TYPE_CHECKING:
     from twinny_magics.agent import Agent
