@@ -13,11 +13,12 @@ setup_test_env() {
   setup_bench_sources
 }
 
-# The task benchmark's workspace (benchmarks/tasks_toolz.py) and its graders' tests read the source of a
-# real library: the toolz 1.0.0 sdist, pinned there by sha256, downloaded from PyPI with pip into the user's
-# cache (~/.cache/twinny_magics/sdists, or $TWINNY_BENCH_CACHE). Quick and silent once it is there.
+# The task benchmark's code bases (benchmarks/tasks_all.py) and its graders' tests read the source of real
+# projects: the sdists of toolz 1.0.0, pluggy 1.5.0, mapclassify 2.8.1 and litecli 1.12.3, pinned there by
+# sha256, downloaded from PyPI with pip into the user's cache (~/.cache/twinny_magics/sdists, or
+# $TWINNY_BENCH_CACHE). Quick and silent once they are there.
 setup_bench_sources() {
-  .venv/bin/python benchmarks/tasks_toolz.py fetch
+  .venv/bin/python benchmarks/tasks_all.py fetch
 }
 
 quietly() {
