@@ -15,13 +15,16 @@ list_dir and find_files never show it, read_file says it is withheld, grep finds
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from twinny_magics.conversation import ToolCall
 from twinny_magics.tools import Workspace
-from twinny_magics.tools.denied import SecretFiles, backup_original
+from twinny_magics.tools.denied import DEFAULT_SECRET_FILES, SecretFiles, backup_original
 
 CREDENTIAL_NAMES = [
     # Environment files and their copies.
@@ -327,3 +330,30 @@ def test_a_backup_is_withheld_when_what_it_copies_is() -> None:
     assert own.match("db/app.sqlite.bak", is_dir=False) == "*.sqlite"
     assert own.match("db/app.sqlite~", is_dir=False) == "*.sqlite"
     assert own.match("db/app.db.bak", is_dir=False) is None
+
+
+_PIECES = sorted(
+    {piece for p in DEFAULT_SECRET_FILES for piece in re.split(r"[*?/!\[\]]+", p.lower()) if piece}
+    | {"a", "x", ".", "_", "-", "~", "#", "bak", "swp", "py", "md"}
+)
+OWN_PATTERNS = ["*.sqlite", "data?.csv", "cache*", "*tmp*x*", "notes/", "**/private/*.txt", "!cache.md"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    name=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=4).map("".join),
+    folder=st.sampled_from(["", "deep/", "deep/er/", "notes/", "private/"]),
+    shout=st.booleans(),
+)
+def test_the_quick_name_test_never_skips_a_name_a_pattern_matches(
+    name: str, folder: str, shout: bool
+) -> None:
+    """The string-method test that spares most names pathspec's loop gives the same verdicts as
+    pathspec alone, on names made of the patterns' own pieces, for the defaults and a user's list."""
+    rel = folder + (name.upper() if shout else name)
+    for patterns in (None, OWN_PATTERNS):
+        quick = SecretFiles(patterns)
+        exact = SecretFiles(patterns)
+        exact._names = None  # no pre-test: pathspec decides every name
+        for is_dir in (False, True):
+            assert quick.match(rel, is_dir=is_dir) == exact.match(rel, is_dir=is_dir), (rel, patterns)
