@@ -6,7 +6,10 @@ A check is one of:
   flags) the answer must match, ``Not(pattern)`` one it must not, or a list of these (all must hold);
 - ``Files({path: content})``: the workspace after the run (edits are applied on the run's own copy):
   each file with exactly that text (``None``: the file must not exist; a compiled pattern: its text must
-  match), and no other file changed;
+  match), and no other file changed. Only files inside the copy are read: a path that is, or goes
+  through, a symbolic link fails the check and says so (the link is not followed: a link in the
+  workspace, or one a run's command made, could point at ``~/.ssh/id_rsa``, whose text the report
+  would show), as does a file with other names (hard links) or one that is not a regular file;
 - a function ``check(reply, workspace) -> bool | str`` given the :class:`~twinny_magics.events.Reply`
   and the path of the run's copy of the workspace: ``True`` passes, ``False`` fails, a string fails and
   says why. Anything else it returns (``None`` from a forgotten ``return``) fails and says so; an
@@ -19,7 +22,9 @@ with the results (:func:`describe`) rebuilds every check but a function, which i
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -83,15 +88,15 @@ class Files:
         """Judge the copy at ``root``; ``changed`` are the paths that differ from the workspace before."""
         problems: list[str] = []
         for path, content in self.expected.items():
-            target = root / path
+            found = read_inside(root, path)
             if content is None:
-                if target.exists():
-                    problems.append(f"{path} should not exist")
+                if found.kind != "missing":
+                    problems.append(f"{path} should not exist" + (f": it {found.why}" if found.why else ""))
                 continue
-            if not target.is_file():
-                problems.append(f"{path} is missing")
+            if found.text is None:
+                problems.append(f"{path} is missing" if found.kind == "missing" else f"{path} {found.why}")
                 continue
-            text = target.read_text(encoding="utf-8", errors="replace")
+            text = found.text
             if isinstance(content, re.Pattern):
                 if not content.search(text):
                     problems.append(f"{path} does not match /{content.pattern}/")
@@ -106,9 +111,69 @@ class Files:
 
 def _relative(path: str) -> str:
     pure = PurePosixPath(str(path).replace("\\", "/"))
-    if not str(path) or pure.is_absolute() or ".." in pure.parts or str(pure) == ".":
+    if not str(path) or pure.is_absolute() or ".." in pure.parts or str(pure) == "." or "\x00" in str(path):
         raise ValueError(f"Files: {path!r} is not a path inside the workspace (e.g. 'src/app.py').")
     return str(pure)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a check found at a path of the run's copy: ``missing``, a ``file`` and its ``text``, or
+    ``refused`` (a link, a pipe, a folder…: nothing read) and ``why``, said in the verdict."""
+
+    kind: str
+    text: str | None = None
+    why: str = ""
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOT_FOLLOWED = "the check reads only files inside the run's copy and does not follow links"
+
+
+def read_inside(root: Path, path: str) -> Found:
+    """The file at ``path`` (relative, checked by `_relative`) inside ``root``, read with no link followed.
+
+    Each folder on the way is opened from the one before it, refusing a symbolic link, so a link swapped
+    in meanwhile is refused too; the file itself is opened without following a link and without waiting
+    (a named pipe would block), then must be a regular file with no other name.
+    """
+    parts = PurePosixPath(path).parts
+    try:
+        fd = os.open(root, os.O_RDONLY | _DIRECTORY)
+    except OSError:
+        return Found("missing")
+    try:
+        for depth, name in enumerate(parts):
+            shown = "/".join(parts[: depth + 1])
+            try:
+                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except (FileNotFoundError, NotADirectoryError):
+                return Found("missing")
+            if stat.S_ISLNK(info.st_mode):
+                where = "is a symbolic link" if depth == len(parts) - 1 else f"goes through {shown}, a link"
+                return Found("refused", why=f"{where} ({_NOT_FOLLOWED})")
+            last = depth == len(parts) - 1
+            if not last and not stat.S_ISDIR(info.st_mode):
+                return Found("missing")
+            flags = os.O_RDONLY | _NOFOLLOW | (_NONBLOCK if last else _DIRECTORY)
+            try:
+                inner = os.open(name, flags, dir_fd=fd)
+            except OSError as error:
+                return Found("refused", why=f"cannot be opened ({error.strerror or error})")
+            os.close(fd)
+            fd = inner
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            return Found("refused", why=f"is {what}")
+        if info.st_nlink > 1:
+            return Found("refused", why="has other names (hard links) that may lie outside the copy")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return Found("file", handle.read().decode("utf-8", errors="replace"))
+    finally:
+        os.close(fd)
 
 
 def _diff(expected: str, actual: str, path: str, lines: int = 12) -> str:

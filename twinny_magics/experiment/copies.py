@@ -2,8 +2,9 @@
 
 Copying once first refuses a workspace that cannot be copied (a named pipe, an unreadable file, too much
 to copy for every run) before anything runs, and keeps the runs to what the folder held when the
-experiment started, whatever is edited there meanwhile. A snapshot of every file (size, mtime, a digest)
-says afterwards which files a run changed.
+experiment started, whatever is edited there meanwhile. A snapshot of every file (size, mtime, a digest;
+a link by its target, a named pipe or other special file by its kind, never opened) says afterwards
+which files a run changed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_IFMT, S_ISLNK, S_ISREG
 
 #: Folders never copied: the tools never show them, and a repository's history can be large.
 SKIPPED = (".git", ".ipynb_checkpoints")
@@ -111,15 +113,22 @@ def snapshot(root: Path, earlier: Snapshot | None = None) -> Snapshot:
             if known is not None and known.size == stat.st_size and known.mtime_ns == stat.st_mtime_ns:
                 found[relative] = known
                 continue
-            found[relative] = _Entry(stat.st_size, stat.st_mtime_ns, _digest(path))
+            found[relative] = _Entry(stat.st_size, stat.st_mtime_ns, _digest(path, stat.st_mode))
     return found
 
 
-def _digest(path: str) -> str:
+def _digest(path: str, mode: int) -> str:
+    """What a file holds, for telling whether it changed: its bytes' digest, a link's target, or the
+    kind of a special file (a named pipe a run's command made would block a read: it is never opened)."""
     try:
-        if os.path.islink(path):
+        if S_ISLNK(mode):
             return "link:" + os.readlink(path)
-        with open(path, "rb") as file:
+        if not S_ISREG(mode):
+            return f"special:{S_IFMT(mode):o}"
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as file:
+            if not S_ISREG(os.fstat(file.fileno()).st_mode):  # swapped since it was looked at
+                return "special:swapped"
             return hashlib.sha256(file.read()).hexdigest()
     except OSError as error:
         return f"unreadable:{error.errno}"
