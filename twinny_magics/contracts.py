@@ -16,8 +16,8 @@ or a server's adapter, so the loop, the session and the display can depend on it
   (``GivesHeadStart``) and tools fitted to the window (``FitsWindow``).
 - A tool's outcome (``ToolOutcome``): its text, whether it failed, a change waiting for review
   (``PendingChange``, which may settle itself under its own lock: ``Settles``; a saved one is a
-  ``ProposedChange``); optionally what it did (``ToolEffects``: it settles the reply, it changed the
-  workspace, it made or proposed an edit).
+  ``ProposedChange``; the three live in the leaf ``changes`` and are re-exported here); optionally what it
+  did (``ToolEffects``: it settles the reply, it changed the workspace, it made or proposed an edit).
 - The event sink (``EventSink``): where the loop sends what happens, in order.
 """
 
@@ -27,10 +27,44 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
+from .changes import PendingChange, ProposedChange, Settles
 from .conversation import ToolCall
 
 if TYPE_CHECKING:
     from .events import Event
+
+# The pending change's protocols are re-exported: they were defined here, and are still imported from here.
+__all__ = [
+    "Addressed",
+    "ChatEvent",
+    "ChatRequest",
+    "Closes",
+    "ContinuesPrefill",
+    "CountsPrompts",
+    "DescribesModel",
+    "EventSink",
+    "Finish",
+    "FitsWindow",
+    "GivesHeadStart",
+    "MaybeEmbedded",
+    "ModelServer",
+    "Named",
+    "PendingChange",
+    "ProposedChange",
+    "ReusesCache",
+    "ServerAddress",
+    "Settles",
+    "TakesTools",
+    "TextChunk",
+    "Tokenizes",
+    "ToolCallDelta",
+    "ToolCalls",
+    "ToolEffects",
+    "ToolOutcome",
+    "Toolset",
+    "Usage",
+    "WarnsOfKey",
+]
 
 # --- what travels to a model server and back --------------------------------------------------------
 
@@ -241,45 +275,6 @@ class MaybeEmbedded(Protocol):
 
 
 # --- the tools --------------------------------------------------------------------------------------
-
-
-class ProposedChange(Protocol):
-    """A change to the workspace as it is shown: a live one, or one a saved session kept
-    (``sessions.replies.SavedEdit``)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def diff(self) -> str: ...
-    @property
-    def creates(self) -> bool: ...
-    @property
-    def status(self) -> str:
-        """``pending``, ``applied``, ``discarded`` or ``conflict`` (``expired``, saved)."""
-        ...
-
-
-class PendingChange(ProposedChange, Protocol):
-    """A change waiting for the user's review, live: it can be applied or dropped (``tools.edits.PendingEdit``
-    is one)."""
-
-    def apply(self) -> str:
-        """Write it; what happened (a conflict raises ``WorkspaceError``)."""
-        ...
-
-    def discard(self) -> None:
-        """Drop it."""
-        ...
-
-
-@runtime_checkable
-class Settles(Protocol):
-    """A pending change that settles itself under its own lock (``tools.edits.PendingEdit``); one
-    without is settled by ``tools.edits.settle`` under a shared lock."""
-
-    def settle(self, apply: bool) -> str:
-        """Apply (or discard) it; what happened, a conflict reported, not raised."""
-        ...
 
 
 class ToolOutcome(Protocol):

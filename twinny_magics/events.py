@@ -6,13 +6,10 @@ Pure data. The loop emits these in order; the display consumes them and never dr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .budget import ContextPlan, Trim
+from .changes import PendingChange, ProposedChange
 from .conversation import Mode, ToolCall, ToolResult
-
-if TYPE_CHECKING:
-    from .contracts import PendingChange, ProposedChange
 
 
 @dataclass(frozen=True)
