@@ -1,9 +1,13 @@
 """A saved session as a transcript a person reads: Markdown, or one HTML page of the cell's own pieces.
 
 Both are made from the session document (:mod:`.document`), so they carry exactly what a save would —
-the key and credential shapes already masked. The Markdown keeps the model's words readable but inert:
-a ``<`` it wrote is escaped (a Markdown viewer renders raw HTML), and tool output sits in code fences
-longer than any run of backticks inside it. The HTML is the pieces the cell showed
+the key and credential shapes already masked. The Markdown keeps the model's words readable but inert
+wherever it is rendered (GitHub, VS Code, JupyterLab render raw HTML and load images): the model's and
+the question's Markdown is parsed and written out again with no image (it becomes text, ``[image: alt —
+address]``), no raw HTML, links only http(s) and mailto (:func:`~twinny_magics.display.markdown.
+inert_markdown`); every other string read from the session (a tool's name, a notice's kind, an error)
+is escaped to show as text; tool arguments and output sit in code spans and fences longer than any run
+of backticks inside them. The HTML is the pieces the cell showed
 (:mod:`twinny_magics.display.items`), the model's Markdown through the package's sanitizing renderer,
 everything else escaped, and a Content-Security-Policy that lets no script run and nothing load.
 
@@ -12,15 +16,20 @@ Pure: no I/O (the file is written by :mod:`.files`).
 
 from __future__ import annotations
 
-import re
-
 from twinny_magics.budget import plan_context
+from twinny_magics.conversation import ToolCall
 from twinny_magics.display.items import CallItem, EditItem, NoticeItem, RequestItem, TextItem, short_arguments
+from twinny_magics.display.markdown import (
+    code_fence,
+    code_span,
+    inert_markdown,
+    markdown_lines,
+    markdown_text,
+)
 from twinny_magics.display.reprs import FONT, WindowPicture, esc, plan_html, reply_html, sendable
 from twinny_magics.events import Reply, RequestRecord
 from twinny_magics.sessions.document import SavedSession
 
-_BACKTICKS = re.compile(r"`+")
 #: A page that shows and runs nothing from elsewhere: inline styles, and nothing else.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
@@ -33,18 +42,12 @@ def _error(request: RequestRecord) -> str:
 
 
 def _fence(text: str, info: str = "text") -> str:
-    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text.rstrip()}\n{fence}"
+    return code_fence(text, info)
 
 
-def _inert(text: str) -> str:
-    """Model or user text for Markdown: its own formatting kept, no raw HTML a viewer would render."""
-    return text.replace("<", "&lt;")
-
-
-def _quote(text: str) -> str:
-    return "\n".join("> " + line if line else ">" for line in _inert(text).splitlines() or [""])
+def _quote(markdown: str) -> str:
+    """Markdown already made inert, as a block quote."""
+    return "\n".join("> " + line if line else ">" for line in markdown.splitlines() or [""])
 
 
 def _server_line(saved: SavedSession) -> str:
@@ -59,11 +62,26 @@ def _server_line(saved: SavedSession) -> str:
     return " ".join(parts)
 
 
+def _saved_line(saved: SavedSession) -> str:
+    return (
+        f"Saved {saved.saved_at or '(unknown time)'} · {_server_line(saved)} · mode {saved.mode} · "
+        f"{saved.ratio:.2f} characters a token, learned from {len(saved.observations)} server counts"
+    )
+
+
 def _summary(saved: SavedSession) -> list[str]:
     return [
-        f"Saved {saved.saved_at or '(unknown time)'} · {_server_line(saved)} · mode {saved.mode} · "
-        f"{saved.ratio:.2f} characters a token, learned from {len(saved.observations)} server counts",
+        _saved_line(saved),
         f"Workspace: `{saved.workspace}` · {len(saved.replies)} replies · {len(saved.notes)} notes",
+    ]
+
+
+def _summary_markdown(saved: SavedSession) -> list[str]:
+    """`_summary` as Markdown: the time, the server's name and the mode are text read from the file."""
+    return [
+        markdown_text(_saved_line(saved)),
+        f"Workspace: {code_span(str(saved.workspace))} · {len(saved.replies)} replies · "
+        f"{len(saved.notes)} notes",
     ]
 
 
@@ -76,16 +94,16 @@ def _requests_table(requests: list[RequestRecord]) -> list[str]:
         server = f"{r.prompt_tokens:,}" if r.prompt_tokens is not None else "–"
         step = f"{r.step} (last)" if r.last else str(r.step)
         lines.append(
-            f"| {number} | {step} | {r.mode} | {r.estimated_tokens:,} | {server} | {_error(r)} | "
-            f"{r.limit:,} | {r.trimmed or ''} |"
+            f"| {number} | {step} | {markdown_text(str(r.mode))} | {r.estimated_tokens:,} | {server} | "
+            f"{_error(r)} | {r.limit:,} | {markdown_text(str(r.trimmed or ''))} |"
         )
     return lines
 
 
 def _call_markdown(key: str, item: CallItem) -> list[str]:
     result = item.result
-    badges = f" — {', '.join(item.badges())}" if result is not None else ""
-    lines = [f"- **{item.call.name}** `{_inert(short_arguments(item.call))}` [{key}]{badges}"]
+    badges = f" — {markdown_text(', '.join(item.badges()))}" if result is not None else ""
+    lines = [f"- {_call_title(item.call)} \\[{markdown_text(key)}\\]{badges}"]
     code = item.code()
     if code is not None:
         lines += ["", _fence(code, "python")]
@@ -97,10 +115,16 @@ def _call_markdown(key: str, item: CallItem) -> list[str]:
     return lines
 
 
+def _call_title(call: ToolCall) -> str:
+    """A call's name in bold and its arguments in a code span (a name is any text a model wrote)."""
+    arguments = code_span(short_arguments(call))
+    return f"**{markdown_text(call.name) or '(no name)'}**" + (f" {arguments}" if arguments else "")
+
+
 def reply_markdown(number: int, reply: Reply) -> str:
     """One reply: the question, each step's calls with their results as the model saw them, the answer."""
     first = reply.question.strip().splitlines()[0] if reply.question.strip() else "(no question)"
-    lines = [f"## {number}. {_inert(first[:100])}", "", _quote(reply.question), ""]
+    lines = [f"## {number}. {markdown_text(first[:100])}", "", _quote(inert_markdown(reply.question)), ""]
     if reply.head_start is not None:
         lines += ["**Head start** (given before the first step)", ""]
         lines += [*_call_markdown("0.0", CallItem("0.0", reply.head_start.call, reply.head_start)), ""]
@@ -114,21 +138,22 @@ def reply_markdown(number: int, reply: Reply) -> str:
         ran = [r.call for r in step.results]
         for call in step.calls:
             if call not in ran:
-                lines += [f"- **{call.name}** `{_inert(short_arguments(call))}` (not run)", ""]
+                lines += [f"- {_call_title(call)} (not run)", ""]
         if not step.calls and step.text.strip() and step.number != last:
-            lines += [_quote(step.text.strip()), ""]
-        lines += [f"_{_inert(problem)}_" for problem in step.problems]
+            lines += [_quote(inert_markdown(step.text.strip())), ""]
+        lines += [f"*{markdown_text(problem)}*" for problem in step.problems]
         if step.problems:
             lines.append("")
     for notice in reply.notices:
-        lines += [f"> **{notice.kind}**: {_inert(notice.text)}", ""]
+        lines += [_quote(f"**{markdown_text(notice.kind)}**: {markdown_lines(notice.text)}"), ""]
     for edit in reply.pending:
         item = EditItem(edit)
-        lines += [f"**{_inert(item.headline())}**", "", _fence(str(getattr(edit, "diff", "")), "diff"), ""]
-    lines += [f"**Answer** (ended: {reply.stopped})", ""]
-    lines += [_inert(reply.text.strip()) or "_(no answer)_", ""]
+        headline = markdown_text(item.headline())
+        lines += [f"**{headline}**", "", _fence(str(getattr(edit, "diff", "")), "diff"), ""]
+    lines += [f"**Answer** (ended: {markdown_text(str(reply.stopped))})", ""]
+    lines += [inert_markdown(reply.text.strip()) or "*(no answer)*", ""]
     if reply.error:
-        lines += [f"**Error**: {_inert(reply.error)}", ""]
+        lines += [f"**Error**: {markdown_lines(reply.error)}", ""]
     if reply.requests:
         lines += ["Requests, in tokens (the estimate sent, the server's own count):", ""]
         lines += [*_requests_table(reply.requests), ""]
@@ -137,7 +162,7 @@ def reply_markdown(number: int, reply: Reply) -> str:
 
 def markdown_transcript(saved: SavedSession) -> str:
     """The whole session as Markdown."""
-    parts = ["# twinny_magics session", "", *_summary(saved), ""]
+    parts = ["# twinny_magics session", "", *_summary_markdown(saved), ""]
     parts += [reply_markdown(number, reply) for number, reply in enumerate(saved.replies, 1)]
     return sendable("\n".join(parts).rstrip() + "\n")
 
