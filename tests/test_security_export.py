@@ -13,6 +13,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from twinny_magics.agent import Agent
@@ -237,3 +239,22 @@ def test_the_models_formatting_survives_and_nothing_else() -> None:
     out = export_markdown.inert_markdown(text)
     assert_inert(out)
     assert rendered(out) == rendered(text)
+
+
+PIECES = st.sampled_from(
+    [
+        "![", "[", "]", "(", ")", "<", ">", "`", "```", "~~~", "*", "_", "|", "\n", "\n\n", "- ", "1. ", "> ",
+        "    ", "#", "&", "&lt;", "\\", ":", "!", "=", "-", "img src=x", "https://a.bc/i", "javascript:",
+        "[r]: https://a.bc/r", "[r]", "x", " ", '"', "![x](https://a.bc/i)", "<img src=x>", "<b>", "</b>",
+        "[x](javascript:alert(1))", "![r]", "<https://a.bc>", "<!-- c -->", "`x`",
+    ]
+)  # fmt: skip
+
+
+@given(st.lists(PIECES, max_size=40).map("".join))
+@settings(max_examples=300)
+def test_any_mix_of_markdown_syntax_comes_out_inert(text: str) -> None:
+    assert_inert(export_markdown.inert_markdown(text))
+    assert_inert(export_markdown.markdown_text(text))
+    assert_inert(export_markdown.markdown_lines(text))
+    assert_inert("x " + export_markdown.code_span(text) + " y")

@@ -171,6 +171,8 @@ def _escape(text: str, *, line_start: bool = False) -> str:
         else:
             out.append(_SYNTAX.get(char, char))
     escaped = "".join(out)
+    if escaped.endswith("!"):
+        escaped = escaped[:-1] + "\\!"  # before a link that follows, '!' would make it an image
     if line_start:
         if escaped[:1].isspace():
             escaped = "&#32;" + escaped[1:]  # an indent would start a code block
