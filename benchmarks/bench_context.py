@@ -48,7 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from estimator_corpus import GREP_PATTERNS, QUESTIONS, THOUGHTS, Piece
 from stats import quantile
 
-import twinny_magics.weighing as weighing_module
 from twinny_magics.budget import (
     DEFAULT_CHARS_PER_TOKEN,
     Fit,
@@ -62,6 +61,7 @@ from twinny_magics.budget import (
     trim,
 )
 from twinny_magics.conversation import Message, Mode, ToolCall
+from twinny_magics.engine.meter import Counter, FitPolicy, Meter
 from twinny_magics.errors import PromptTooLong
 from twinny_magics.events import Event, Reply, ResultsTrimmed
 from twinny_magics.loop import Loop, LoopSettings
@@ -573,9 +573,9 @@ def _scripted_events(reply: Scripted | str, usage: Usage) -> Iterator[ChatEvent]
 
 
 # -- the estimates compared ----------------------------------------------------------------------------
-# Each replaces the loop's ``counter`` (the object ``Loop.count`` and the usage handler call): the same
-# loop, the same trimming, only the estimate differs. Each says it is ``anchored`` so that the loop does
-# not hand it the server's count of the first request: these methods have no such count.
+# Each is the meter's ``counter`` (what every estimate and every server count goes to), given to it in its
+# constructor: the same loop, the same trimming, only the estimate differs. Each says it is ``anchored`` so
+# that the meter does not hand it the server's count of the first request: these methods have no such count.
 
 
 def _request_chars(rendered: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None) -> int:
@@ -735,22 +735,6 @@ def newest_first(
     return noted_fit(current, trims, (), before, estimate, limit, target, count, last=last, earlier=earlier)
 
 
-@contextmanager
-def trimming(policy: FitFunction | None) -> Iterator[None]:
-    """Run the loop with another trimming function (``None``: the package's own)."""
-    if policy is None:
-        yield
-        return
-    # The loop weighs each request with ``weighing``, which calls its module's ``fit`` by name; there is no
-    # setting for it (mypy: not re-exported).
-    original = weighing_module.fit  # type: ignore[attr-defined]
-    weighing_module.fit = policy  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        weighing_module.fit = original  # type: ignore[attr-defined]
-
-
 # -- one run -----------------------------------------------------------------------------------------
 
 
@@ -784,14 +768,30 @@ ESTIMATES = (OURS, NO_TOKENIZE, FIXED, PREVIOUS, EXACT, NAIVE)
 POLICIES = (UNBOUNDED, SHALLOW, NEWEST, BIG_BATCH, SMALL_BATCH)
 
 
-def _policy(name: str) -> FitFunction | None:
+def _policy(name: str) -> FitPolicy:
     if name == "ours":
-        return None
+        return fit
     if name == "keep":
         return keep_everything
     if name == "newest":
         return newest_first
     return to_share(float(name.split(":", 1)[1]))
+
+
+def variant_meter(server: Any, counter: str, policy: str, exact: ExactCounts | None = None) -> Meter:
+    """The meter of a variant: its estimate (``ours`` | ``fixed`` | ``previous`` | ``exact``) and its
+    trimming policy (see :func:`_policy`), given to the meter's constructor; nothing is patched."""
+    estimator = TokenEstimator()
+    chosen: Counter | None = None
+    if counter == "fixed":
+        chosen = FixedRatio()
+    elif counter == "previous":
+        chosen = PreviousRatio(estimator)
+    elif counter == "exact":
+        if exact is None:
+            raise ValueError("the exact count needs the server's exact counts")
+        chosen = ExactPrompt(exact)
+    return Meter(server, estimator=estimator, counter=chosen, fit=_policy(policy))
 
 
 @dataclass
@@ -834,13 +834,8 @@ def run_variant(
     )
     tools = Workspace(workspace, edits="review", commands="off")
     settings = LoopSettings(steps=len(trajectory.calls) + 1)
-    loop = Loop(server, tools, mode=trajectory.mode, settings=settings)
-    if variant.counter == "fixed":
-        loop.counter = FixedRatio()  # type: ignore[assignment]
-    elif variant.counter == "previous":
-        loop.counter = PreviousRatio(loop.estimator)  # type: ignore[assignment]
-    elif variant.counter == "exact":
-        loop.counter = ExactPrompt(exact)  # type: ignore[assignment]
+    meter = variant_meter(server, variant.counter, variant.policy, exact)
+    loop = Loop(server, tools, mode=trajectory.mode, settings=settings, meter=meter)
     trims: dict[int, list[Trim]] = {}
 
     def on_event(event: Event) -> None:
@@ -848,8 +843,7 @@ def run_variant(
             trims.setdefault(event.step, []).extend(event.trims)
 
     started = time.perf_counter()
-    with trimming(_policy(variant.policy)):
-        reply: Reply = asyncio.run(loop.reply(trajectory.question, emit=on_event))
+    reply: Reply = asyncio.run(loop.reply(trajectory.question, emit=on_event))
     run = Run(variant.name, window, trajectory.name, trajectory.mode, error=reply.error)
     run.loop_seconds = time.perf_counter() - started
     run.mismatches = server.mismatches

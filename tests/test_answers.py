@@ -150,7 +150,7 @@ def test_without_look_first_a_first_answer_stands(workspace: Path) -> None:
 
 def test_a_problem_messages_example_call_is_aimed_at_the_questions_word() -> None:
     """A 1.5B model copied the protocol's example (grep createServer) from a problem message four times."""
-    from twinny_magics.loop import _CANONICAL_EXAMPLE, about_the_question
+    from twinny_magics.engine.question import _CANONICAL_EXAMPLE, about_the_question
 
     problem = f"There is no tool called x. Call one of them like this:\n{_CANONICAL_EXAMPLE}"
     aimed = about_the_question(problem, "Which file of this project defines the function countby?")

@@ -15,6 +15,7 @@ import pytest
 from twinny_magics.agent import Agent
 from twinny_magics.contracts import ChatEvent, ChatRequest
 from twinny_magics.conversation import ToolCall
+from twinny_magics.engine.meter import reuses_cache
 from twinny_magics.errors import PromptTooLong, ServerUnreachable
 from twinny_magics.events import (
     CallFinished,
@@ -29,7 +30,6 @@ from twinny_magics.events import (
 from twinny_magics.loop import Loop, LoopSettings
 from twinny_magics.notes import FINAL_ANSWER_PROMPT
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
-from twinny_magics.weighing import reuses_cache
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ or a server's adapter, so the loop, the session and the display can depend on it
 - A tool's outcome (``ToolOutcome``): its text, whether it failed, a change waiting for review
   (``PendingChange``, which may settle itself under its own lock: ``Settles``; a saved one is a
   ``ProposedChange``; the three live in the leaf ``changes`` and are re-exported here); optionally what it
-  did (``ToolEffects``: it settles the reply, it changed the workspace, it made or proposed an edit).
+  did (``ToolEffects``: it settles the reply, it changed the workspace, it made or proposed an edit) and a
+  warning for the user (``Notifies``).
 - The event sink (``EventSink``): where the loop sends what happens, in order.
 """
 
@@ -49,6 +50,7 @@ __all__ = [
     "MaybeEmbedded",
     "ModelServer",
     "Named",
+    "Notifies",
     "PendingChange",
     "ProposedChange",
     "ReusesCache",
@@ -306,6 +308,14 @@ class ToolEffects(Protocol):
     def edits(self) -> bool:
         """It made or proposed an edit of a file."""
         ...
+
+
+@runtime_checkable
+class Notifies(Protocol):
+    """An outcome that may carry a warning for the user, said among the reply's notices ('' for none)."""
+
+    @property
+    def notice(self) -> str: ...
 
 
 class Toolset(Protocol):

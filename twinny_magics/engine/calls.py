@@ -1,0 +1,200 @@
+"""Running a step's calls: each once, its result cut to what the next request can show, repeats refused.
+
+What a call did beyond its text is asked of the call's outcome (``ToolEffects``), else of the built-in
+tool of its name (its flags in the registry): the engine never names a tool. One :class:`Calls` lasts a
+reply: it keeps the calls made (a call repeated within the reply is answered with what happened the first
+time instead of running again, until something may have changed the workspace), their event keys, which
+results were trimmed, and what the calls settled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+from twinny_magics.budget import ContextPlan, cut_result
+from twinny_magics.contracts import Notifies, ToolEffects, ToolOutcome, Toolset
+from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, tool_result
+from twinny_magics.events import CallFinished, CallStarted, Step
+
+from .meter import Meter
+from .offer import Offer
+from .settings import LoopSettings
+from .telling import Teller
+
+
+@dataclass
+class Calls:
+    """The calls of one reply, and what they did."""
+
+    tools: Toolset
+    meter: Meter
+    offer: Offer
+    settings: LoopSettings
+    tell: Teller
+    #: The event key of each call (``step.n``), by call id.
+    keys: dict[str, str] = field(default_factory=dict)
+    #: Calls already made, by name and arguments: the earlier result's key and the result (whether it
+    #: failed, and how). Cleared when something may have changed the workspace.
+    made: dict[tuple[str, str], tuple[str, ToolResult]] = field(default_factory=dict)
+    #: Keys of calls whose results were trimmed (the stub told the model to run them again).
+    trimmed: set[str] = field(default_factory=set)
+    #: Whether any tool ran; whether an edit was made or proposed without an error; whether a call settled
+    #: the reply (an edit waiting for review, a kernel run past its time limit: the next request is the last).
+    ran: bool = False
+    edited: bool = False
+    settled: bool = False
+
+    async def run(
+        self, record: Step, text: str, parsed: list[ToolCall], plan: ContextPlan, before: list[Message]
+    ) -> list[Message]:
+        """Run a step's calls; return the messages the step adds (its assistant turn and the results)."""
+        native = self.offer.mode == "native"
+        # Native replies may fan out; text mode runs one call per reply, as its prompt asks.
+        limit = self.settings.max_calls if native else 1
+        step = record.number
+        calls = [c if c.id else replace(c, id=f"call_{step}_{n}") for n, c in enumerate(parsed)]
+        run_now, dropped = calls[:limit], calls[limit:]
+        said = (*run_now, *dropped) if native else tuple(run_now)
+        added: list[Message] = [assistant(text, said)]
+        for n, call in enumerate(run_now):
+            key = f"{step}.{n}"
+            self.keys[call.id or key] = key
+            self.tell.emit(CallStarted(step, key, call))
+            repeat = self._repeat_of(call)
+            if repeat is not None:
+                result = ToolResult(call, repeat, step, is_error=True)
+                record.calls.append(call)
+                record.results.append(result)
+                added.append(tool_result(result))
+                self.tell.emit(CallFinished(step, key, result, None))
+                continue
+            output, outcome = await self._run_one(call, only_first=bool(dropped) and not native)
+            result = await self._shown(call, step, output, outcome, plan=plan, before=before, added=added)
+            record.calls.append(call)
+            record.results.append(result)
+            added.append(tool_result(result))
+            self._settle(call, key, result, outcome)
+        if dropped and native:
+            note = f"Not run: at most {limit} calls run per message. Call it again if you still need it."
+            added.extend(tool_result(ToolResult(call, note, step, is_error=True)) for call in dropped)
+            self.tell.notice(
+                "warning", f"The model asked for {len(calls)} calls at once; {len(dropped)} were not run."
+            )
+        return added
+
+    async def _run_one(self, call: ToolCall, *, only_first: bool) -> tuple[str, ToolOutcome]:
+        """Run ``call``; its output, with a word on the calls not run where the message made several."""
+        outcome = await self.tools.run(call)
+        self.ran = True
+        output = outcome.text
+        if only_first:
+            output += "\n(Only the first call in your message ran: write one call per message.)"
+        return output, outcome
+
+    async def _shown(
+        self,
+        call: ToolCall,
+        step: int,
+        output: str,
+        outcome: ToolOutcome,
+        *,
+        plan: ContextPlan,
+        before: list[Message],
+        added: list[Message],
+    ) -> ToolResult:
+        """The result as the model sees it: cut to the plan's share, and to the room the next request has."""
+        shown, left_out = cut_result(output, plan.result_chars)
+        room = await self.meter.room_for_result(
+            call,
+            step,
+            shown,
+            before=before,
+            added=added,
+            plan=plan,
+            tools=self.offer.request_tools(False),
+            mode=self.offer.mode,
+        )
+        if room < len(shown):
+            shown, left_out = cut_result(output, room)
+        return ToolResult(
+            call,
+            shown,
+            step,
+            original=output if left_out else None,
+            cut_chars=left_out,
+            is_error=outcome.is_error,
+        )
+
+    def _settle(self, call: ToolCall, key: str, result: ToolResult, outcome: ToolOutcome) -> None:
+        """Keep what a call that ran did, and tell it."""
+        effects = _effects(call, outcome)
+        self._remember(call, key, result, changed=effects.changes_workspace)
+        if effects.edits and not outcome.is_error:
+            self.edited = True
+        self.tell.emit(CallFinished(result.step, key, result, outcome.pending))
+        if outcome.pending is not None:
+            # An edit waiting for review settles the reply: the next request is the last.
+            self.tell.reply.pending.append(outcome.pending)
+            self.settled = True
+        if effects.settles:  # a kernel run past its time limit
+            self.settled = True
+        warning = outcome.notice if isinstance(outcome, Notifies) else ""  # e.g. kernel code left running
+        if warning:
+            self.tell.notice("warning", warning)
+
+    def _repeat_of(self, call: ToolCall) -> str | None:
+        """What to tell the model instead of running a call it already made in this reply, or None."""
+        made = self.made.get(_signature(call))
+        if made is None or not self.settings.repeat_guard:
+            return None
+        key, earlier = made
+        if key in self.trimmed:
+            return None  # its result was trimmed away, and the stub told the model to run it again
+        said = f"You already called {call.name} with these arguments in step {earlier.step}"
+        if earlier.is_error:
+            why = earlier.output.strip().splitlines()[0][:300] if earlier.output.strip() else "it failed"
+            return (
+                f"Not run again. {said}, and it failed: {why}\nThe same call fails the same way. Change the "
+                "arguments, use another tool (list_dir or find_files show what exists), or answer with "
+                "what you know."
+            )
+        return (
+            f"Not run again. {said}; its result is above and has not changed. Use it: read another part, "
+            "search for something else, or answer the user."
+        )
+
+    def _remember(self, call: ToolCall, key: str, result: ToolResult, *, changed: bool) -> None:
+        if changed and not result.is_error:
+            # Something may have changed: an earlier read or listing may now give another answer.
+            self.made.clear()
+        self.made[_signature(call)] = (key, result)
+
+
+def edits_offered(tools: Toolset) -> bool:
+    """Whether a tool on offer makes or proposes edits of files (as the built-in tool of its name does)."""
+    from twinny_magics.tools.registry import declared_effects  # noqa: PLC0415 - the tools load only when asked
+
+    return any(declared_effects(d.get("function", {}).get("name", ""))[1] for d in tools.definitions())
+
+
+@dataclass(frozen=True)
+class _Effects:
+    settles: bool = False
+    changes_workspace: bool = False
+    edits: bool = False
+
+
+def _effects(call: ToolCall, outcome: ToolOutcome) -> ToolEffects:
+    """What a call did beyond its text: as its outcome says, else as the built-in tool of its name does
+    (a toolset of its own, a test's, says nothing; a call of ``run_command`` there changes things too)."""
+    if isinstance(outcome, ToolEffects):
+        return outcome
+    from twinny_magics.tools.registry import declared_effects  # noqa: PLC0415 - only toolsets that do not say
+
+    changes, edits = declared_effects(call.name)
+    return _Effects(changes_workspace=changes, edits=edits)
+
+
+def _signature(call: ToolCall) -> tuple[str, str]:
+    return call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,51 @@
+"""The question of one reply, read once: what kind of question it is and the words worth searching for.
+
+Pure. A reply asks several things of its question (whether to give a head start, whether an answer made
+without looking is a guess, whether a reply that edits nothing has done what was asked, which word a
+problem message's example call should search for); each reads this one value, made when the reply starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from twinny_magics.notes import asks_for_a_change, needs_the_workspace
+from twinny_magics.protocol.schema import example_call, format_call
+from twinny_magics.retrieval import query_terms
+
+#: The protocol's canonical example call, and that call as a problem message shows it for the model to copy.
+_CANONICAL = example_call(None)
+_CANONICAL_EXAMPLE = format_call(_CANONICAL)
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question as the reply reads it."""
+
+    text: str
+    #: Likely about the workspace (not small talk): an answer before any tool ran is a guess.
+    about_workspace: bool
+    #: Asks for a change to the files, not for an answer about them.
+    asks_change: bool
+    #: The words worth searching for, most specific first (none when not about the workspace).
+    terms: tuple[str, ...]
+
+    @classmethod
+    def read(cls, text: str) -> Question:
+        """``text`` read once."""
+        about = needs_the_workspace(text)
+        return cls(text, about, asks_for_a_change(text), tuple(query_terms(text)) if about else ())
+
+    def aim(self, problem: str) -> str:
+        """``problem`` with its canonical example call aimed at this question's own word instead: a small
+        model copies the example as it is, and a search for the example's word in a project without it
+        helps nobody."""
+        if not self.terms or _CANONICAL_EXAMPLE not in problem:
+            return problem
+        aimed = replace(_CANONICAL, arguments=dict.fromkeys(_CANONICAL.arguments, self.terms[0]))
+        return problem.replace(_CANONICAL_EXAMPLE, format_call(aimed))
+
+
+def about_the_question(problem: str, question: str) -> str:
+    """``problem`` with its example call aimed at ``question``'s word (see :meth:`Question.aim`)."""
+    return Question.read(question).aim(problem)
