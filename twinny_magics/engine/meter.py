@@ -6,11 +6,14 @@ smaller one a refusal named) and the plan for it. The arithmetic is the pure cor
 ``estimate``); the meter does what needs the server: it asks it to tokenize the texts not counted yet
 and to count a first or continued prompt, and learns from every count it reports.
 
-:meth:`Meter.weigh` renders a request once and hands back a :class:`Weighed` that carries that
-rendering: the fit reuses it (a list it has rendered is never rendered again), the request's record
-reads its size from it, and the request is sent as it. Two strategies come in through the constructor,
-so that a benchmark compares its own without patching anything: ``counter`` (anything with the
-:class:`Counter` shape) and ``fit`` (anything with :func:`~twinny_magics.budget.fit`'s signature).
+:meth:`Meter.weigh` weighs a request once and hands back a :class:`Weighed` that carries its rendering:
+the request's record reads its size from it, and the request is sent as it. Every list of messages the
+meter weighs is rendered through one :class:`~twinny_magics.engine.rendering.Renderer`, which renders a
+message as it enters the conversation and again only when it changes (a trim, a note).
+
+Two strategies come in through the constructor, so that a benchmark compares its own without patching
+anything: ``counter`` (anything with the :class:`Counter` shape) and ``fit`` (anything with
+:func:`~twinny_magics.budget.fit`'s signature).
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ from twinny_magics.estimate import PromptCounter, TokenEstimator, rendered_chars
 from twinny_magics.events import RequestRecord, WindowShare
 from twinny_magics.text_tokens import FAMILY_WEIGHTS, TextTokens, family_weights, tokenizer_family
 
+from .rendering import Rendered, Renderer
+
 #: How long a window named by a too-long refusal overrides the probe (the probe caches its answer 30 s).
 WINDOW_CAP_SECONDS = 30.0
 
-Rendered = list[dict[str, Any]]
 Tools = list[dict[str, Any]] | None
 
 
@@ -84,24 +88,6 @@ class FitPolicy(Protocol):
         last: bool = False,
         earlier: Fit | None = None,
     ) -> Fit: ...
-
-
-@dataclass(frozen=True)
-class Rendering:
-    """A list of messages as rendered for a request in ``mode``."""
-
-    messages: tuple[Message, ...]
-    mode: Mode
-    dicts: Rendered
-
-    def renders(self, messages: Sequence[Message], mode: Mode) -> bool:
-        """Whether this is the rendering of ``messages`` in ``mode``: the very same messages, in order
-        (they are frozen; the same objects render the same)."""
-        return (
-            mode == self.mode
-            and len(messages) == len(self.messages)
-            and all(a is b for a, b in zip(messages, self.messages, strict=True))
-        )
 
 
 @dataclass(frozen=True)
@@ -177,14 +163,19 @@ class Meter:
         #: The window last planned, and its plan (None before the first request).
         self.window: int | None = None
         self.plan: ContextPlan | None = None
-        #: The last request weighed, rendered: a result's room is weighed against it.
-        self._sent: Rendering | None = None
+        #: Every list of messages is rendered through this: each part once (see ``rendering``).
+        self._renderer = Renderer(self.render)
 
     # -- the one place a conversation is rendered -----------------------------------------------------
 
     def render(self, messages: Sequence[Message], mode: Mode) -> Rendered:
-        """``messages`` as a request in ``mode`` sends them (a subclass may count these)."""
+        """``messages`` as a request in ``mode`` sends them, rendered afresh (a subclass may count these)."""
         return render(list(messages), mode)
+
+    def rendering(self, messages: Sequence[Message], mode: Mode) -> Rendered:
+        """``messages`` as a request in ``mode`` sends them: what :meth:`render` gives, with only the
+        messages not rendered before rendered now."""
+        return self._renderer(messages, mode)
 
     # -- the plan --------------------------------------------------------------------------------------
 
@@ -276,15 +267,16 @@ class Meter:
     ) -> Weighed:
         """Render a request once, count its new texts, choose the target it is trimmed to, and fit it under
         the limit. ``reuses``: the server reuses its cache past a trim (see :func:`reuses_cache`)."""
-        first = Rendering(tuple(messages), mode, self.render(messages, mode))
-        await self._learn_exact(first.dicts, tools)
+        self._renderer.turn()
+        rendered = self.rendering(messages, mode)
+        await self._learn_exact(rendered, tools)
         if not self.counter.anchored:
             # Without an earlier count, a template's own markup and whether it renders the tool
             # definitions at all (SmolLM2's does not: the estimate was 9x the real count) can only be
             # guessed: where the server can count a whole prompt, the very first estimate stands on it.
             await self.learn_model_family()
-            await self.server_count(first.dicts, tools)
-        weights = _Weights(self, tools, mode, [first], (first, self.counter.count(first.dicts, tools)))
+            await self.server_count(rendered, tools)
+        weights = _Weights(self, tools, mode, (tuple(messages), self.counter.count(rendered, tools)))
         target = plan.target
         if weights(messages) > plan.limit and not reuses:
             # A server that reads again everything below a trim is trimmed deeper, less often; one that
@@ -293,9 +285,9 @@ class Meter:
         fitted = self.fit(messages, plan.limit, target, weights, last=last)
         if fitted.trims:
             # The stubs and the note are new text: count them too, then make sure the exact total still fits
-            # (estimates made before those counts no longer hold; renderings do).
-            await self._learn_exact(weights.rendered(fitted.messages), tools)
-            weights = _Weights(self, tools, mode, weights.known, None)
+            # (estimates made before those counts no longer hold).
+            await self._learn_exact(self.rendering(fitted.messages, mode), tools)
+            weights = _Weights(self, tools, mode, None)
             refit = self.fit(fitted.before_note, plan.limit, target, weights, last=last, earlier=fitted)
             fitted = replace(refit, trims=fitted.trims + refit.trims, estimate_before=fitted.estimate_before)
         return self._weighed(fitted, plan, target, weights)
@@ -323,16 +315,14 @@ class Meter:
     ) -> Weighed:
         """A refused request fitted again, from ``messages`` (``earlier``'s before its note, perhaps with a
         new system message), trimmed to the plan's target whatever its estimate: one note says both fits."""
-        weights = _Weights(self, tools, mode, [], None)
+        weights = _Weights(self, tools, mode, None)
         fitted = self.fit(messages, -1, plan.target, weights, last=last, earlier=earlier)
         return self._weighed(fitted, plan, plan.target, weights)
 
     def _weighed(self, fitted: Fit, plan: ContextPlan, target: int, weights: _Weights) -> Weighed:
-        """The request as fitted, rendered (as the fit last rendered it, where it did)."""
-        mode = weights.mode
-        weighed = Weighed(fitted, weights.tools, mode, plan, target, weights.rendered(fitted.messages))
-        self._sent = Rendering(tuple(weighed.messages), mode, weighed.rendered)
-        return weighed
+        """The request as fitted, rendered."""
+        rendered = self.rendering(fitted.messages, weights.mode)
+        return Weighed(fitted, weights.tools, weights.mode, plan, target, rendered)
 
     def share(self, weighed: Weighed) -> WindowShare:
         """How a request's estimate falls into the system prompt, the history, the results and the reply."""
@@ -341,9 +331,9 @@ class Meter:
         results = [m for m in messages if m.result is not None]
         history = [m for m in messages if m.role != "system" and m.result is None]
         return WindowShare(
-            system=self.counter.count(self.render(system_part, mode), tools),
-            history=self.counter.count(self.render(history, mode), None),
-            results=self.counter.count(self.render(results, mode), None),
+            system=self.counter.count(self.rendering(system_part, mode), tools),
+            history=self.counter.count(self.rendering(history, mode), None),
+            results=self.counter.count(self.rendering(results, mode), None),
             reply=weighed.plan.reply,
         )
 
@@ -367,71 +357,36 @@ class Meter:
         brings it: then as much as fits beside everything else trimmed.
         """
         probe = tool_result(ToolResult(call, shown, step))
-        alone = self.render([probe], mode)
+        alone = self.rendering([probe], mode)
         await self._learn_exact(alone, None)
-        if self.counter.count(self._joined(before, [*added, probe], mode), tools) <= plan.limit:
+        if self.counter.count(self.rendering([*before, *added, probe], mode), tools) <= plan.limit:
             return len(shown)
         empty = tool_result(ToolResult(call, "", step))
-        tokens = self.counter.count(alone, None) - self.counter.count(self.render([empty], mode), None)
+        tokens = self.counter.count(alone, None) - self.counter.count(self.rendering([empty], mode), None)
         rest = [_stubbed(m) for m in before] + [*added, empty]
-        room = plan.target - self.counter.count(self.render(rest, mode), tools)
+        room = plan.target - self.counter.count(self.rendering(rest, mode), tools)
         return chars_that_fit(shown, tokens, room, len(shown))
-
-    def _joined(self, before: Sequence[Message], after: list[Message], mode: Mode) -> Rendered:
-        """``[*before, *after]`` rendered: the request just sent as it was rendered, and only ``after``
-        rendered now, where that comes to the same (see :func:`_renders_alone`)."""
-        sent = self._sent
-        if sent is None or not sent.renders(before, mode) or not _renders_alone(after):
-            return self.render([*before, *after], mode)
-        return [*sent.dicts, *self.render(after, mode)]
 
 
 class _Weights:
-    """The count a fit is given: a list of messages estimated for one request, each list rendered once.
-
-    ``known``: renderings already made (a list the fit asks about again is not rendered again; those it
-    renders are added). ``estimated``: a rendering and its estimate, while the counter has learned nothing
-    since.
-    """
+    """The count a fit is given: a list of messages estimated for one request (rendered by the meter, each
+    part once). ``estimated``: the request's own messages and their estimate, while the counter has
+    learned nothing since (the fit's first count is of them)."""
 
     def __init__(
-        self,
-        meter: Meter,
-        tools: Tools,
-        mode: Mode,
-        known: list[Rendering],
-        estimated: tuple[Rendering, int] | None,
+        self, meter: Meter, tools: Tools, mode: Mode, estimated: tuple[tuple[Message, ...], int] | None
     ) -> None:
         self.meter = meter
         self.tools = tools
         self.mode = mode
-        self.known = known
         self.estimated = estimated
 
     def __call__(self, messages: Sequence[Message]) -> int:
-        if self.estimated is not None and self.estimated[0].renders(messages, self.mode):
-            return self.estimated[1]
-        return self.meter.counter.count(self.rendered(messages), self.tools)
-
-    def rendered(self, messages: Sequence[Message]) -> Rendered:
-        """``messages`` rendered, as made before where it was."""
-        for rendering in reversed(self.known):
-            if rendering.renders(messages, self.mode):
-                return rendering.dicts
-        dicts = self.meter.render(messages, self.mode)
-        if len(messages) > 1:  # a message alone (a trim's difference) is not asked about again
-            self.known.append(Rendering(tuple(messages), self.mode, dicts))
-        return dicts
-
-
-def _renders_alone(messages: Sequence[Message]) -> bool:
-    """Whether ``messages`` render after others as they do alone: they open with an assistant turn (text
-    mode joins a user turn to the one before it) and every call has its id (native mode names one
-    without by its place)."""
-    if not messages or messages[0].role != "assistant" or messages[0].result is not None:
-        return False
-    calls = [c for m in messages for c in m.calls] + [m.result.call for m in messages if m.result is not None]
-    return all(c.id for c in calls)
+        if self.estimated is not None:
+            same, estimate = self.estimated
+            if len(messages) == len(same) and all(a is b for a, b in zip(messages, same, strict=True)):
+                return estimate
+        return self.meter.counter.count(self.meter.rendering(messages, self.mode), self.tools)
 
 
 def reuses_cache(server: object, extra: Mapping[str, Any] | None) -> bool:

@@ -22,8 +22,9 @@ from twinny_magics.errors import PromptTooLong, ServerError
 from twinny_magics.events import RequestRecord, TextDelta
 from twinny_magics.protocol.grammar import call_opener, may_open_call, tool_call_rest_grammar
 
-from .meter import Meter, Rendered, Tools
+from .meter import Meter, Tools
 from .offer import Offer
+from .rendering import Rendered
 from .telling import Teller
 
 #: A reply is read until it is clearly past the tokens asked for (``max_tokens``), whatever the server

@@ -216,7 +216,7 @@ class Run:
                 "fallback", f"The server refused tool history without tools ({error}); re-said it as text."
             )
             record.retried = "tool history"
-            text = self.meter.render(weighed.messages, "text")
+            text = self.meter.rendering(weighed.messages, "text")
             return weighed, await self.reader.hear(text, None, weighed.plan, record)
 
     async def _send_shorter(
