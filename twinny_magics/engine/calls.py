@@ -1,7 +1,8 @@
 """Running a step's calls: each once, its result cut to what the next request can show, repeats refused.
 
 What a call did beyond its text is asked of the call's outcome (``ToolEffects``), else of the built-in
-tool of its name (its flags in the registry): the engine never names a tool. One :class:`Calls` lasts a
+tool of its name (its flags in the registry), and the edit nudge's tool is the one the nudge itself
+calls: the engine never names a tool. One :class:`Calls` lasts a
 reply: it keeps the calls made (a call repeated within the reply is answered with what happened the first
 time instead of running again, until something may have changed the workspace), their event keys, which
 results were trimmed, and what the calls settled.
@@ -9,13 +10,16 @@ results were trimmed, and what the calls settled.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field, replace
 
+from twinny_magics import protocol
 from twinny_magics.budget import ContextPlan, cut_result
 from twinny_magics.contracts import Notifies, ToolEffects, ToolOutcome, Toolset
 from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, tool_result
 from twinny_magics.events import CallFinished, CallStarted, Step
+from twinny_magics.notes import edit_first_prompt
 
 from .meter import Meter
 from .offer import Offer
@@ -171,11 +175,17 @@ class Calls:
         self.made[_signature(call)] = (key, result)
 
 
-def edits_offered(tools: Toolset) -> bool:
-    """Whether a tool on offer makes or proposes edits of files (as the built-in tool of its name does)."""
-    from twinny_magics.tools.registry import declared_effects  # noqa: PLC0415 - the tools load only when asked
+def offers_the_nudged_edit(tools: Toolset) -> bool:
+    """Whether the tool the edit nudge asks the model to call is on offer (a nudge toward a tool that is
+    not would send the model to a call that fails)."""
+    offered = {d.get("function", {}).get("name") for d in tools.definitions()}
+    return _nudged_tool() in offered
 
-    return any(declared_effects(d.get("function", {}).get("name", ""))[1] for d in tools.definitions())
+
+@functools.cache
+def _nudged_tool() -> str:
+    """The tool the edit nudge names, as the nudge itself writes the call (the engine names no tool)."""
+    return protocol.parse_reply(edit_first_prompt("text")).calls[0].name
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from twinny_magics.notes import (
 from twinny_magics.redact import mask_value
 from twinny_magics.retrieval import HEAD_START_LEAD, HEAD_START_TOOL
 
-from .calls import Calls, edits_offered
+from .calls import Calls, offers_the_nudged_edit
 from .meter import Meter, Weighed, reuses_cache
 from .offer import Offer
 from .question import Question
@@ -332,7 +332,7 @@ class Run:
         back once to make it (small models describe the change instead of making it)."""
         if not self.settings.edit_first or self.edit_nudged or self.calls.edited:
             return False
-        if not self.question.asks_change or not edits_offered(self.tools):
+        if not self.question.asks_change or not offers_the_nudged_edit(self.tools):
             return False
         self.edit_nudged = True
         return True
