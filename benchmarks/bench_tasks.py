@@ -1121,7 +1121,13 @@ def bench_codebases(args: argparse.Namespace) -> dict[str, Any]:
                 "machine": platform.machine(),
             }
             key = codebase_key(
-                codebase.name, codebase.split, mode, server.get("model"), window, selection, commit
+                codebase.name,
+                codebase.split,
+                mode,
+                model=server.get("model"),
+                window=window,
+                selection=selection,
+                commit=commit,
             )
             entries[key] = entry
             if not args.no_store:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tarfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -501,3 +502,25 @@ def test_setup_fetches_every_code_base_quietly_once_cached() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert done.stderr == ""
+
+
+@pytest.mark.parametrize("session", [False, True])
+def test_a_code_base_run_from_the_command_line_prints_its_table_and_the_overview(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], session: bool
+) -> None:
+    @contextmanager
+    def scripted(args: object) -> Iterator[tuple[dict[str, object], str]]:
+        yield {"server": ScriptedServer(["src/pluggy/_manager.py"], window=100_000)}, "scripted"
+
+    monkeypatch.setattr(bench_tasks, "serving", scripted)
+    argv = ["--codebase", "pluggy", "--tasks", "locate-PluginValidationError", "--no-store"]
+    argv += ["--record", str(tmp_path / "record.json")] + (["--session"] if session else [])
+    ran = bench_tasks.bench_from_args(bench_tasks.parser().parse_args(argv))
+    (key, entry), *_ = ran["runs"].items()
+    mode = "session" if session else "fresh"
+    assert key.startswith(f"pluggy (dev), {mode}, scripted, window 100000, partial-")
+    assert (entry["codebase"], entry["set"], entry["mode"]) == ("pluggy", "dev", mode)
+    assert entry["configs"]["defaults"]["passed"] == 1
+    shown = capsys.readouterr().out
+    assert "pluggy 1.5.0 (dev, " in shown
+    assert "By code base (held-out first)" in shown
