@@ -7,12 +7,17 @@ are published (``[image/png 640×480]``), its value is the text/plain the displa
 its error is kept as the exception line and the frames of the user's own code. ``%%agent`` cells are
 not recorded. Cells run before the extension was loaded are filled in from ``In``/``Out`` (source and
 value only). Code the agent runs (``tools/kernel.py``) is recorded here too, marked as the agent's.
+
+What the history answers has the kernel's known secrets hidden (`hide_known`): the values of its
+secret-named environment variables and string variables, wherever they show, in whatever cell set or
+printed them. Every answer is masked again on its way out (``redact.mask_secrets``).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import functools
 import io
 import logging
@@ -24,6 +29,7 @@ from typing import Any
 
 from twinny_magics import cells
 from twinny_magics.cells import CellRecord
+from twinny_magics.redact import known_secret, mask_known
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +302,35 @@ class CellLog:
                 if number in outputs:
                     record.value = value_text(outputs[number], None)
                 earlier.append(record)
-        return [*earlier[-KEPT_CELLS:], *self.records]
+        return hide_known([*earlier[-KEPT_CELLS:], *self.records], self.known_secrets())
+
+    def known_secrets(self) -> list[str]:
+        """The values the kernel holds under secret names (`redact.known_secret`): of its environment
+        variables (``OPENAI_API_KEY``, whatever cell set it) and of the user's string variables."""
+        ns = getattr(self.shell, "user_ns", None)
+        named = list(os.environ.items())
+        if isinstance(ns, dict):
+            named += [(name, value) for name, value in list(ns.items()) if isinstance(value, str)]
+        return [value for name, value in named if isinstance(name, str) and known_secret(name, value)]
+
+
+def hide_known(records: list[CellRecord], secrets: list[str]) -> list[CellRecord]:
+    """Copies of ``records`` with each known secret hidden wherever it shows: a cell that printed
+    ``os.environ["OPENAI_API_KEY"]``, showed ``%env HF_TOKEN`` or echoed ``api_key`` shows the mask, in
+    whatever form the cell got it. The log keeps what ran (a secret set later is hidden the same way)."""
+    if not secrets:
+        return records
+    return [
+        dataclasses.replace(
+            record,
+            source=mask_known(record.source, secrets),
+            value=mask_known(record.value, secrets),
+            printed=mask_known(record.printed, secrets),
+            outputs=[mask_known(name, secrets) for name in record.outputs],
+            error=mask_known(record.error, secrets),
+        )
+        for record in records
+    ]
 
 
 def _is_magic_load(source: str) -> bool:

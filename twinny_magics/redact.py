@@ -1,29 +1,52 @@
 """Secrets stay home: what is masked before text leaves the kernel for the model server or the page.
 
-Pure functions over strings. Two checks:
+Pure functions over strings. Three checks:
 
-- :func:`mask_secrets` replaces what *looks like* a credential — the shapes API keys are issued in
-  (``sk-…``, ``ghp_…``, ``AKIA…``, ``xoxb-…``, ``hf_…``, JWTs, PEM private keys), a password in a URL
-  (``https://user:pw@host``), ``Authorization: Bearer …`` and a value assigned to a name like
-  ``api_key``/``password``/``token`` (code, ``.env``, JSON, YAML) — with :data:`MASK`. It runs on every
-  tool result and on every error note, so a secret the deny list did not keep out (a key pasted into
+- :func:`mask_secrets` replaces what *looks like* a credential with :data:`MASK`. It runs on every tool
+  result and on every error note, so a secret the deny list did not keep out (a key pasted into
   ``config.py``, a server's 401 that echoes the key) still does not reach the model server or the page.
+  It knows:
+
+  - the shapes keys are issued in: OpenAI, Anthropic (``sk-…``, admin keys too), Stripe, GitHub, GitLab,
+    AWS access key ids (and the 40-character secret beside one), Slack, Google (API keys, OAuth client
+    secrets ``GOCSPX-…``, access ``ya29.…`` and refresh ``1//0…`` tokens), Hugging Face, npm, PyPI, Groq,
+    Replicate, xAI, SendGrid, Perplexity, Databricks, DigitalOcean, Pinecone, LangSmith, Shopify,
+    Telegram bot tokens, Azure's 84-character keys and SAS signatures, JWTs;
+  - keys issued without a prefix (Azure OpenAI's 32 hex, Mistral's 32, Cohere's 40) on the same line
+    after the provider's name;
+  - PEM private keys: whole with their armour, and without it line by line (base64 lines 64 or 70 wide,
+    with the shorter last line, under any tool's line prefix, or joined by ``\\n`` in one string),
+    unless the armour beside them says certificate or public key;
+  - a password in a URL (``https://user:pw@host``), ``Authorization: Bearer …``;
+  - a value assigned to a secret-named name (``api_key``, ``password``, ``token``) in code, ``.env``,
+    JSON, YAML, a subscript (``config["api_key"] = …``), a pair (``setattr(s, "token", …)``), a keyword
+    (``auth="…"``) or a credential pair (``auth=("user", "pw")``, ``HTTPBasicAuth("user", "pw")``);
+  - an environment variable set in any usual way (``os.environ[…] =``, ``setdefault``, ``putenv``,
+    ``%env``, ``%set_env`` and IPython's ``run_line_magic`` form of them, ``export``, ``.env`` lines,
+    ``env: NAME=…``, Docker's ``ENV``): a secret name (`secret_name`) hides the value.
 - :func:`secret_name` says whether a variable's name reads like a secret (``api_key``, ``OPENAI_TOKEN``,
   ``dbPassword``); ``kernel_variables`` shows such a variable's type and length, never its value.
+- :func:`known_secret` and :func:`mask_known`: a value the kernel holds under a secret name is hidden
+  wherever it shows (the cell log uses them), with nothing around it.
 
-Both err towards masking: a hidden value costs the model a question, a leaked key costs the user the key.
+All err towards masking: a hidden value costs the model a question, a leaked key costs the user the key.
 What is *not* masked: a random-looking string with nothing around it that says "secret" (a hash in a
-lockfile, a UUID, base64 data), and a secret-named name given a plain name or a number
-(``self.api_key = api_key``, ``max_tokens = 2048``), which is code, not a credential.
+lockfile, a UUID, base64 data, a Mistral or Cohere key with no name beside it), a plain word given to a
+token or secret name (``token = "bearer"``, ``secret = "changeme"``), a secret-named name given a plain
+name or a number (``self.api_key = api_key``, ``max_tokens = 2048``), which is code, not a credential,
+and a key cut in two by a result's length limit (the part left may be too short to know).
 
 Cost: every pattern is linear in the text (each repeat runs over one character class to a fixed end,
-and the names are matched possessively from where a name starts), and each is skipped when the text
-lacks the literal it cannot occur without: 1 MB of code takes about 50 ms, and no input is quadratic.
+the names are matched possessively from where a name starts, and each pattern starts with a literal
+found by a fast search or runs once per line), and each is skipped when the text lacks the literal it
+cannot occur without: 1 MB of code takes about 60-90 ms (the masker before the issue 26 forms about
+50-60), and no input is quadratic.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 MASK = "[secret hidden]"
 
@@ -226,7 +249,9 @@ _SEP_VALUE = re.compile(
     # `password: str = "…"` (an annotation), `==`/`!=` (a comparison gives the literal away too).
     r"(?P<sep>[\"']?[ \t]{0,8}(?::[ \t]{0,8}[A-Za-z_][\w.\[\] |,]{0,40}+=(?!=)|==|!=|:=|=>|[:=])[ \t]{0,8}"
     # `config["api_key"] = "…"`; `("api_key", "…")`: setattr, configparser's set, a dict's items
-    r"|[\"']\][ \t]{0,8}=(?!=)[ \t]{0,8}|[\"'][ \t]{0,8},[ \t]{0,8}(?=[\"']))"
+    r"|[\"']\][ \t]{0,8}=(?!=)[ \t]{0,8}"
+    # … a pair a pretty-printer broke after its comma: `('OPENAI_API_KEY',\n    'sk-…')`
+    r"|[\"'][ \t]{0,8},[ \t]{0,8}(?:\r?\n[ \t]{0,80}+)?(?=[\"']))"
     r"(?P<value>\"[^\"\n]{4,2000}\"|'[^'\n]{4,2000}'|`[^`\n]{4,2000}`"
     # Unquoted: at most 256 (a longer run is not read as a value), so a run like `token=token=…` costs
     # at most 256 steps a word, not the rest of the run each time.
@@ -260,6 +285,7 @@ _PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z_.\- ]*")  # letters, no digits: a wor
 _REFERENCE = re.compile(r"\$\{?[A-Za-z_]\w*\}?|\{\{[^{}]*\}\}|<[^<>]*>")  # ${VAR}, {{ var }}, <your key>
 _TEMPLATE = re.compile(r"%[sdr]|%\([^()]*\)|\{\w*\}")  # '"%s"' % token, f"{token}"
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+_ENV_LIKE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # OPENAI_API_KEY, not KEY or Token
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s@]*")
 _COLOUR = re.compile(r"#[0-9A-Fa-f]{3,8}")
 _HOST = re.compile(r"[\w\-]+(?:\.[\w\-]+)*:[0-9]{1,5}|[\w\-]+(?:\.[\w\-]+)+")
@@ -383,7 +409,8 @@ def text_before(found: re.Match[str], group: str) -> str:
 
 def _env_hides(name: str, value: str) -> bool:
     """Whether the value set for an environment variable ``name`` is hidden: a secret-named variable's,
-    unless the value is a reference, a template, a path, a switch or (for all but a password) a number."""
+    unless the value is a reference, a template, a path, a switch, another variable's name or (for all but
+    a password) a number."""
     if not secret_name(name):
         return False
     quoted = len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]
@@ -392,8 +419,8 @@ def _env_hides(name: str, value: str) -> bool:
         return False
     if _REFERENCE.fullmatch(inner) or _TEMPLATE.search(inner) or inner.startswith("$"):
         return False
-    if inner.lower() in _SWITCHES or _PATH_VALUE.fullmatch(inner):
-        return False
+    if inner.lower() in _SWITCHES or _PATH_VALUE.fullmatch(inner) or _ENV_LIKE.fullmatch(inner):
+        return False  # `true`, `/run/secrets/key`, another variable's name (`'HTTP_REFERER'`)
     return not (_NUMBER.fullmatch(inner) and _kind(name) != "password")
 
 
@@ -621,6 +648,10 @@ def _hides(key: str, sep: str, value: str, before: str) -> bool:
     kind = _kind(key)
     if kind is None:
         return False
+    if before and before in "\"'" and value[0] in "\"'" and _ENV_LIKE.fullmatch(key):
+        # `{'OPENAI_API_KEY': '…'}`, `('HF_TOKEN', '…')`: an environment's variables (dotenv_values,
+        # %env, os.environ shown), decided as where they are set.
+        return _env_hides(key, value)
     if "]" in sep or "," in sep:
         if before not in ("'", '"'):
             return False  # `x[api_key] = "…"`, `f(token, "…")`: the name is a variable, not the field
@@ -704,3 +735,23 @@ def mask_value(text: str, secret: str | None) -> str:
     if secret and len(secret) >= 4:
         text = text.replace(secret, MASK)
     return mask_secrets(text)
+
+
+#: A known secret shorter than this is not replaced wherever it shows (`known_secret`).
+KNOWN_CHARS = 8
+
+
+def known_secret(name: str, value: object) -> bool:
+    """Whether ``value``, held by a variable or environment variable named ``name``, is a secret to
+    hide wherever its text shows: a secret name (`secret_name`), a string of `KNOWN_CHARS` or more, and
+    not a reference, a path, a switch or a number (`_env_hides`)."""
+    return isinstance(value, str) and len(value.strip()) >= KNOWN_CHARS and _env_hides(name, value)
+
+
+def mask_known(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` (values `known_secret` chose) replaced by :data:`MASK`, the
+    longest first (a secret that holds another is hidden whole)."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
