@@ -49,6 +49,8 @@ class ToolOutput:
     #: Whether the reply should end after this (the next request is the last): a kernel run that hit
     #: its time limit.
     settles: bool = False
+    #: A warning for the user, said among the reply's notices ('' for none): kernel code still running.
+    notice: str = ""
     #: Whether the call may have changed what other tools return (set from the tool by the workspace).
     changes_workspace: bool = False
     #: Whether the call made or proposed an edit of a file (set from the tool by the workspace).

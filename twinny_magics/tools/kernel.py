@@ -12,9 +12,13 @@ Three tools, offered only inside an IPython kernel:
   code to `MAIN`, which the waiting main thread serves. Approved like a command (``kernel=ask``), or run
   (``allow``), or not offered (``off``). Output is captured, never shown raw in the cell: stdout and
   stderr keep a bounded tail, rich outputs are named, figures left open by an inline backend are
-  flushed into the capture. A time limit sends the main thread an interrupt of its own; the kernel's stop
-  button interrupts the code and ends the reply; ``raise KeyboardInterrupt`` in the code is only an
-  error. The kernel stays usable after each.
+  flushed into the capture. The time limit escalates (`_Interrupts`): an interrupt of its own to the
+  main thread; after a grace for the code's cleanup, an interrupt every quarter second (and, where the
+  code took SIGINT away, an exception raised in the main thread); after a second grace the reply stops
+  waiting — the model gets an error, the reply a notice that the kernel is still busy with that code,
+  and no more code runs until it ends. The kernel's stop button interrupts the code and ends the reply;
+  ``raise KeyboardInterrupt`` in the code is only an error. The kernel stays usable after each (after
+  the last, once the code ends: an interrupt or a restart).
 - ``propose_cell``: a new code cell for the notebook, never run. Inserted below the ``%%agent`` cell when
   that cell ends, by IPython's next-input payload (what ``%load`` uses; JupyterLab and Notebook 7 put
   the text in a new cell below and do not run it) — after the user chose Insert, or at once under
@@ -27,6 +31,7 @@ import ast
 import asyncio
 import concurrent.futures
 import contextlib
+import ctypes
 import difflib
 import linecache
 import logging
@@ -34,13 +39,15 @@ import queue
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from twinny_magics import cells
 from twinny_magics.cell_log import CellLog, TailWriter, value_text
 from twinny_magics.cells import CellRecord
+from twinny_magics.errors import WorkspaceError
 from twinny_magics.options import DEFAULTS
 from twinny_magics.tools import variables
 
@@ -50,6 +57,11 @@ KernelMode = Literal["ask", "allow", "off"]
 CellsMode = Literal["review", "insert"]
 #: Seconds code run by the agent may take before it is interrupted.
 KERNEL_SECONDS: float = DEFAULTS["kernel_seconds"]
+#: After the time limit's first interrupt, how long the code may take to wind down (its ``except
+#: KeyboardInterrupt`` or ``finally``) before the interrupts repeat; for as long again they come every
+#: `INTERRUPT_EVERY_SECONDS`, and then the reply stops waiting for the code.
+INTERRUPT_GRACE_SECONDS = 2.0
+INTERRUPT_EVERY_SECONDS = 0.25
 _AGENT_FILE = "<agent run {n}>"
 
 
@@ -64,6 +76,8 @@ class Stopped(Exception):
 class _Job:
     call: Callable[[], Any]
     future: concurrent.futures.Future[Any] = field(default_factory=concurrent.futures.Future)
+    #: What runs, as a notice names it ("agent run 3").
+    label: str = ""
 
 
 class MainThread:
@@ -72,10 +86,12 @@ class MainThread:
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._serving = 0
+        #: The job the main thread runs now (a run the reply stopped waiting for stays here until it ends).
+        self.running: _Job | None = None
 
-    def submit(self, call: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+    def submit(self, call: Callable[[], Any], label: str = "") -> concurrent.futures.Future[Any]:
         """``call`` run on the main thread: now when this is it, else by the thread serving `serve`."""
-        job = _Job(call)
+        job = _Job(call, label=label)
         if threading.current_thread() is threading.main_thread():
             self._run(job)
         elif self._serving:
@@ -99,10 +115,10 @@ class MainThread:
         finally:
             self._serving -= 1
 
-    @staticmethod
-    def _run(job: _Job) -> None:
+    def _run(self, job: _Job) -> None:
         if not job.future.set_running_or_notify_cancel():
             return
+        self.running = job
         try:
             job.future.set_result(job.call())
         except Stopped as stop:
@@ -110,6 +126,8 @@ class MainThread:
             raise KeyboardInterrupt from None  # the stop button: the waiting cell ends the reply
         except BaseException as exc:
             job.future.set_exception(exc)
+        finally:
+            self.running = None
 
 
 #: The one main thread of this process.
@@ -126,51 +144,161 @@ class RunOutcome:
     record: CellRecord
     failed: bool = False
     timed_out: bool = False
+    #: The code went on through every interrupt and the reply stopped waiting: it runs on in the kernel.
+    still_running: bool = False
+    #: What the user is told in the reply's notices ('' for nothing).
+    notice: str = ""
 
 
 class _Interrupts:
-    """SIGINT while the agent's code runs: by our own timer (time limit) or from outside (stop button).
+    """SIGINT while the agent's code runs: by the time limit's own thread, or from outside (stop button).
 
-    Code that raises KeyboardInterrupt itself sets neither flag: that is an error of the code.
+    The time limit escalates, because code can catch an interrupt (``except KeyboardInterrupt``, ``except
+    BaseException``) and go on: at ``seconds`` one interrupt; after ``grace`` (for the code's cleanup)
+    one every `INTERRUPT_EVERY_SECONDS` — each a SIGINT sent to the main thread (it wakes a sleep, as
+    the kernel's own interrupt does), and where the code took the SIGINT handler away (``SIG_IGN``, a
+    handler of its own) also a KeyboardInterrupt raised in the main thread by
+    ``PyThreadState_SetAsyncExc``; after another ``grace`` they stop (`exhausted`) and the code is left
+    to the user. ``give_up`` (the reply stopped waiting) stops them too. An interrupt after that is the
+    user's (the stop button). Code that raises KeyboardInterrupt itself sets no flag: that is its error.
+
+    An interrupt must never land in the kernel's own code after the agent's code ended: the handler
+    drops one that arrives there (in this module's frames, or once `close` disarmed it), the thread
+    raises nothing while the main thread is in this module, and `close` (on the main thread, under the
+    lock the thread sends under) disarms and clears a raise not yet delivered.
     """
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, grace: float = INTERRUPT_GRACE_SECONDS) -> None:
         self.seconds = seconds
+        self.grace = grace
         self.timed_out = False
         self.signalled = False
-        self._timer: threading.Timer | None = None
+        self.exhausted = False
+        #: Interrupts the time limit sent.
+        self.sent = 0
+        self._raised_async = False
+        # Armed from the end of __enter__ (the code starts) to close (it ended): an interrupt outside
+        # that span would land in the kernel's code, not the agent's.
+        self._armed = False
+        self._lock = threading.Lock()
+        self._go = threading.Event()
+        self._closed = threading.Event()
+        self._given_up = threading.Event()
+        self._installed = False
         self._previous: Any = None
         self._ident = threading.get_ident()
 
     def __enter__(self) -> _Interrupts:
+        self._ident = threading.get_ident()
         try:
             self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._installed = True
         except ValueError:  # not the main thread: the time limit cannot interrupt (and is not needed)
             self._previous = None
-        self._timer = threading.Timer(self.seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        try:
+            threading.Thread(target=self._escalate, name="twinny-time-limit", daemon=True).start()
+        except BaseException:
+            self.__exit__()
+            raise
+        with self._lock:
+            self._armed = True
+        self._go.set()  # the limit counts from here, not from a thread start that a busy machine slowed
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._previous is not None:
+        self.close()
+        if self._installed and self._previous is not None:
+            # signal.signal runs a SIGINT still pending first, by the handler now set: ours, disarmed.
             signal.signal(signal.SIGINT, self._previous)
 
+    def close(self) -> None:
+        """The code ended (on the main thread): no interrupt of ours may follow."""
+        with self._lock:
+            self._armed = False
+            if self._raised_async:
+                _async_raise(self._ident, None)  # one sent but not yet delivered is cleared
+        self._closed.set()
+        self._go.set()
+
+    def give_up(self) -> None:
+        """The reply stopped waiting: no more interrupts; a later one is the user's."""
+        self._given_up.set()
+
+    @property
+    def given_up(self) -> bool:
+        return self._given_up.is_set()
+
     def _handler(self, signum: int, frame: Any) -> None:
-        if not self.timed_out:
+        if not self._armed or (frame is not None and frame.f_code in _OWN_CODE):
+            return  # the code has ended (or is about to): this one is too late to mean anything
+        if not self.timed_out or self.exhausted or self.given_up:
             self.signalled = True
         raise KeyboardInterrupt
 
-    def _fire(self) -> None:
-        self.timed_out = True
-        try:
-            signal.pthread_kill(self._ident, signal.SIGINT)  # wakes a sleep, unlike interrupt_main
-        except (OSError, AttributeError, ValueError):
-            import _thread  # noqa: PLC0415
+    def _escalate(self) -> None:
+        self._go.wait()
+        if self._closed.wait(self.seconds) or self.given_up:
+            return
+        with self._lock:
+            if self._disarmed():
+                return
+            self.timed_out = True
+            self._interrupt(raise_too=False)
+        end = time.monotonic() + 2 * self.grace
+        wait = self.grace
+        while not self._closed.wait(wait) and not self.given_up and time.monotonic() < end:
+            wait = INTERRUPT_EVERY_SECONDS
+            with self._lock:
+                if self._disarmed():
+                    return
+                self._interrupt(raise_too=self._taken_away())
+        self.exhausted = True
 
-            _thread.interrupt_main()
+    def _taken_away(self) -> bool:
+        """Whether the code replaced the SIGINT handler (ignored it, or set its own): only then is an
+        exception raised in the main thread — it lands wherever the thread is, while a SIGINT's handler
+        looks first (a raise is the last resort, against code that asked for it)."""
+        try:
+            return signal.getsignal(signal.SIGINT) != self._handler
+        except (ValueError, OSError):
+            return False
+
+    def _disarmed(self) -> bool:
+        return not self._armed  # read afresh: the main thread's close() sets it
+
+    def _interrupt(self, *, raise_too: bool) -> None:
+        """One interrupt (called under the lock): a SIGINT to the main thread and, when SIGINTs no
+        longer reach the handler, a KeyboardInterrupt raised there — unless it is in this module now.
+        Off the main thread (no handler could be set) only the raise: a SIGINT would reach the main
+        thread's handler, not this code."""
+        self.sent += 1
+        if self._installed:
+            try:
+                signal.pthread_kill(self._ident, signal.SIGINT)  # wakes a sleep, unlike interrupt_main
+            except (OSError, AttributeError, ValueError):
+                import _thread  # noqa: PLC0415
+
+                _thread.interrupt_main()
+            if not raise_too:
+                return
+        top = sys._current_frames().get(self._ident)
+        if top is not None and top.f_code not in _OWN_CODE and _async_raise(self._ident, KeyboardInterrupt):
+            self._raised_async = True
+
+
+def _async_raise(ident: int, kind: type[BaseException] | None) -> bool:
+    """Raise ``kind`` in thread ``ident`` at its next Python instruction (None: clear one not yet
+    raised); False where this Python cannot (not CPython)."""
+    api = getattr(ctypes, "pythonapi", None)
+    if api is None:
+        return False
+    try:
+        done = api.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(ident), None if kind is None else ctypes.py_object(kind)
+        )
+    except Exception:
+        return False
+    return bool(done)
 
 
 @contextlib.contextmanager
@@ -205,11 +333,21 @@ def _captured(shell: Any, log_: CellLog | None, record: CellRecord) -> Iterator[
                 del pub.clear_output  # the instance attribute; the class's method shows again
 
 
-def run_code(shell: Any, code: str, seconds: float, number: int) -> RunOutcome:
+def run_code(
+    shell: Any,
+    code: str,
+    seconds: float,
+    number: int,
+    *,
+    grace: float = INTERRUPT_GRACE_SECONDS,
+    interrupts: _Interrupts | None = None,
+) -> RunOutcome:
     """Run ``code`` in ``shell.user_ns`` as a cell would (on the calling thread: call it on the main one).
 
     Plain Python: ``%`` magics and ``!`` commands are not transformed. The last expression is the value.
-    Raises `Stopped` when the stop button interrupted it (after recording what it did).
+    ``interrupts``: the time limit (made here from ``seconds`` and ``grace`` when not given), which the
+    caller may watch and give up on. Raises `Stopped` when the stop button interrupted it (after
+    recording what it did).
     """
     log_ = CellLog.of(shell)
     record = CellRecord(None, cells.clip(code, cells.SOURCE_CHARS))
@@ -230,35 +368,75 @@ def run_code(shell: Any, code: str, seconds: float, number: int) -> RunOutcome:
     value: object = None
     outcome = RunOutcome(record)
     stopped_by_user = False
-    with _captured(shell, log_, record) as (tail, _), _Interrupts(seconds) as interrupts:
+    limit = interrupts if interrupts is not None else _Interrupts(seconds, grace)
+    with _captured(shell, log_, record) as (tail, _), limit:
         try:
             exec(compile(tree, filename, "exec"), namespace)
             if last is not None:
                 value = eval(compile(ast.Expression(last), filename, "eval"), namespace)
             _flush_figures()
+            limit.close()  # inside the try: an interrupt sent just before lands in the handler below
         except KeyboardInterrupt as exc:
-            if interrupts.timed_out:
-                record.stopped = f"the time limit ({seconds:g} s) interrupted it"
-                outcome.timed_out = True
-            elif interrupts.signalled:
+            limit.close()
+            if limit.signalled:
                 record.stopped = "the user pressed the stop button"
                 stopped_by_user = True
+            elif limit.timed_out:
+                record.stopped = _time_limit_text(seconds, limit.sent)
+                outcome.timed_out = True
             else:
                 record.error = cells.error_text(exc, log_.where)
             outcome.failed = True
         except BaseException as exc:  # SystemExit too: the kernel goes on
+            limit.close()
             record.error = cells.error_text(exc, log_.where) + _close_names(exc, namespace)
             if isinstance(exc, SystemExit):
                 record.error += "\n  (sys.exit was caught: the kernel goes on)"
             outcome.failed = True
         finally:
             record.printed, record.printed_chars = tail.text(), tail.total
+    if limit.timed_out and not outcome.failed:
+        # It caught the interrupt and ended by itself: it still ran past the limit.
+        record.stopped = _time_limit_text(seconds, limit.sent) + "; it caught the interrupt and ended"
+        outcome.timed_out = True
+    if limit.given_up and record.stopped:
+        record.stopped += " (after the reply had stopped waiting for it)"
     if value is not None and not outcome.failed:
         namespace["_"] = value
         record.value = value_text(value, variables.bounded_repr(value, chars=cells.VALUE_CHARS))
     if stopped_by_user:
         raise Stopped(cells.cell_text(record))
     return outcome
+
+
+def _time_limit_text(seconds: float, sent: int) -> str:
+    text = f"the time limit ({seconds:g} s) interrupted it"
+    if sent > 1:
+        text += f" ({sent} interrupts: it went on after the first)"
+    return text
+
+
+def _still_running(
+    code: str, seconds: float, grace: float, sent: int, label: str, *, started: bool
+) -> RunOutcome:
+    """The outcome of code the reply stopped waiting for (``started``: False when it never began, the
+    main thread being busy elsewhere)."""
+    record = CellRecord(None, cells.clip(code, cells.SOURCE_CHARS))
+    if not started:
+        record.stopped = "it never started: the kernel's main thread did not take it up"
+        return RunOutcome(record, failed=True, timed_out=True)
+    waited = seconds + 2 * grace
+    record.stopped = (
+        f"the time limit ({seconds:g} s) interrupted it {sent} times and it went on; after {waited:g} s "
+        "the reply stopped waiting. It is still running in the kernel."
+    )
+    notice = (
+        f"run_python's code ({label}) is still running in the kernel: it went on through the time limit "
+        f"({seconds:g} s) and {sent} interrupts, so this reply stopped waiting for it. The kernel stays busy "
+        "until it ends: interrupt the kernel (■); if that does not stop it, restart the kernel (its "
+        "variables are lost)."
+    )
+    return RunOutcome(record, failed=True, timed_out=True, still_running=True, notice=notice)
 
 
 def _close_names(exc: BaseException, namespace: Any) -> str:
@@ -304,10 +482,18 @@ class Kernel:
     or a headless run) — set by the magic for each cell.
     """
 
-    def __init__(self, shell: Any, *, seconds: float = KERNEL_SECONDS, main: MainThread = MAIN) -> None:
+    def __init__(
+        self,
+        shell: Any,
+        *,
+        seconds: float = KERNEL_SECONDS,
+        grace: float = INTERRUPT_GRACE_SECONDS,
+        main: MainThread = MAIN,
+    ) -> None:
         self.shell = shell
         self.log = CellLog.of(shell)
         self.seconds = seconds
+        self.grace = grace
         self.main = main
         self.runs = 0
         self.proposals: list[Proposal] = []
@@ -321,16 +507,73 @@ class Kernel:
         return cells.history_text(self.log.history(), chars)
 
     async def run(self, code: str) -> RunOutcome:
-        """Run ``code`` on the main thread; `Stopped` (the stop button) travels on as cancellation."""
+        """Run ``code`` on the main thread; `Stopped` (the stop button) travels on as cancellation.
+
+        Waits at most the time limit and its two graces (`_Interrupts`): code still running then is
+        left running, and the outcome says so (``still_running``, a notice for the user). While it
+        runs no other code is run: a `WorkspaceError` says why.
+        """
+        busy = self.main.running
+        if busy is not None:
+            raise WorkspaceError(
+                "Not run: the kernel is still running the code of an earlier run_python call "
+                f"({busy.label}), which went on after its time limit and every interrupt. No code can run "
+                "until it ends. Answer with what you know; do not call run_python again."
+            )
         self.runs += 1
         number = self.runs
-        future = self.main.submit(lambda: run_code(self.shell, code, self.seconds, number))
+        seconds, grace = self.seconds, self.grace
+        interrupts = _Interrupts(seconds, grace)
+        label = f"agent run {number}"
+        future = self.main.submit(
+            lambda: run_code(self.shell, code, seconds, number, interrupts=interrupts), label=label
+        )
+        waiting = asyncio.wrap_future(future)
         try:
-            outcome: RunOutcome = await asyncio.wrap_future(future)
+            done, _ = await asyncio.wait({waiting}, timeout=seconds + 2 * grace + 2 * INTERRUPT_EVERY_SECONDS)
+        except asyncio.CancelledError:
+            waiting.cancel()
+            raise
+        if not done:
+            started = not future.cancel()  # cancelled only when the main thread never took it up
+            waiting.cancel()  # its result, when it comes, is for the history, not for this reply
+            interrupts.give_up()
+            outcome: RunOutcome = _still_running(
+                code, seconds, grace, interrupts.sent, label, started=started
+            )
+            self.log.records.append(outcome.record)
+            future.add_done_callback(lambda ended: self._ended_late(ended, outcome.record))
+            return outcome
+        try:
+            outcome = waiting.result()
         except Stopped:
             raise asyncio.CancelledError from None
+        except KeyboardInterrupt:
+            # An interrupt of the time limit that came as the code ended and got past run_code's own
+            # handling (raised in the main thread, it lands wherever that thread is): still the limit's.
+            record = CellRecord(None, cells.clip(code, cells.SOURCE_CHARS))
+            record.stopped = _time_limit_text(seconds, interrupts.sent) + " as it ended"
+            outcome = RunOutcome(record, failed=True, timed_out=True)
         self.log.records.append(outcome.record)
         return outcome
+
+    def _ended_late(self, ended: concurrent.futures.Future[Any], placeholder: CellRecord) -> None:
+        """Code the reply stopped waiting for has ended (on the main thread): the history shows what it
+        did in place of the record that said it was still running."""
+        if ended.cancelled():
+            return
+        error = ended.exception()
+        if error is None:
+            record: CellRecord = ended.result().record
+        else:
+            record = replace(
+                placeholder, stopped="the user pressed the stop button after the reply had ended"
+            )
+        records = self.log.records
+        for index, kept in enumerate(records):
+            if kept is placeholder:
+                records[index] = record
+                return
 
     def to_insert(self) -> str | None:
         """The code of every proposal chosen for insertion, once (marked inserted); None when none is."""
@@ -338,3 +581,19 @@ class Kernel:
         for proposal in chosen:
             proposal.status = "inserted"
         return "\n\n".join(p.code.rstrip("\n") for p in chosen) or None
+
+
+#: The kernel's own code on the main thread around the agent's: an interrupt of the time limit that
+#: would land in one of these has come after the code ended, and is dropped.
+_OWN_CODE = frozenset(
+    {
+        run_code.__code__,
+        _Interrupts.__enter__.__code__,
+        _Interrupts.__exit__.__code__,
+        _Interrupts.close.__code__,
+        _Interrupts._handler.__code__,
+        MainThread._run.__code__,
+        MainThread.serve.__code__,
+        _flush_figures.__code__,
+    }
+)

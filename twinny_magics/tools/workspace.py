@@ -438,11 +438,18 @@ class Workspace:
         outcome = await kernel.run(code)
         text = cells.cell_text(outcome.record, source=False)
         head = "Ran in the kernel" + (" and failed" if outcome.failed else "") + ":"
-        if outcome.timed_out:
+        if outcome.still_running:
+            text += (
+                "\nThe kernel is still busy running this code, so no more code can run in this reply: "
+                "answer with what you know, and tell the user the kernel may need an interrupt or a restart."
+            )
+        elif outcome.timed_out:
             text += (
                 "\nThe time limit ended this reply: answer with what you know, or propose the code as a cell."
             )
-        return ToolOutput(f"{head}\n{text}", is_error=outcome.failed, settles=outcome.timed_out)
+        return ToolOutput(
+            f"{head}\n{text}", is_error=outcome.failed, settles=outcome.timed_out, notice=outcome.notice
+        )
 
     async def propose_cell(self, code: str, why: str) -> ToolOutput:
         """propose_cell: a cell for the notebook, inserted (as the cells setting says) but never run."""
