@@ -120,7 +120,7 @@ def test_an_object_column_is_shown_through_the_time_bound(quick: None) -> None:
         release.set()
     assert out.startswith("df: pandas.DataFrame, 2 rows × 2 columns")
     assert "  obj: object" in out
-    assert "rows: not shown (their repr took too long)" in out
+    assert "rows: not shown (their repr took too long and may still be running in the background)" in out
 
 
 # --- polars, without polars -----------------------------------------------------------------------
@@ -484,7 +484,10 @@ def test_a_repr_that_hangs_is_left_behind_at_the_time_bound(quick: None) -> None
     out = describe(Hangs(), "h")
     assert started.is_set()
     assert not finished.is_set()
-    assert out.splitlines()[1] == "repr: (repr took too long)"
+    assert out.splitlines()[1] == (
+        "repr: not shown: the repr of h took too long (over 0.3 s), so h is shown by type instead; the "
+        "repr may still be running in the background"
+    )
 
 
 def test_a_repr_that_spins_is_stopped(quick: None) -> None:
@@ -497,7 +500,7 @@ def test_a_repr_that_spins_is_stopped(quick: None) -> None:
             while True:
                 pass
 
-    assert describe(Spins(), "s").splitlines()[1] == "repr: (repr took too long)"
+    assert describe(Spins(), "s").splitlines()[1].startswith("repr: not shown: the repr of s took too long")
     (thread,) = spinning
     thread.join(5)
     assert not thread.is_alive()
@@ -520,7 +523,7 @@ def test_a_hook_that_hangs_leaves_no_time_for_more_user_code(quick: None) -> Non
     finally:
         release.set()
     assert out.splitlines()[1:] == [
-        "(its _repr_llm_ took too long; described without it)",
+        "(its _repr_llm_ took too long and may still be running in the background; described without it)",
         "repr: (repr was not run: no time was left for this variable)",
     ]
 
@@ -618,7 +621,7 @@ async def test_a_hanging_repr_through_the_workspace_returns(tmp_path: Path, quic
     finally:
         release.set()
     assert not out.is_error
-    assert "repr: (repr took too long)" in out.text
+    assert "repr: not shown: the repr of h took too long" in out.text
 
 
 def test_the_definition_follows_the_registry_rules() -> None:

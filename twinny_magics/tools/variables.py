@@ -13,9 +13,18 @@ Reading a variable must not run the user's program. What runs:
 - Built-in containers and strings through the built-in type's own methods (``list.__len__(x)``), never
   a subclass's override; no other object's ``__len__`` or ``__iter__`` is called.
 - User code only under a time bound (`bounded`: a daemon thread waited for `REPR_SECONDS` in all for one
-  variable, then asked to stop): an object's own ``_repr_llm_(self) -> str`` hook (used first), ``repr``
-  and ``str`` of objects of no known kind (a cell, an item, the object itself), `inspect.signature`. A
-  hook or repr that raises or hangs is reported ("repr raised ValueError", "repr took too long").
+  variable, then asked to stop and left to itself): an object's own ``_repr_llm_(self) -> str`` hook
+  (used first), ``repr`` and ``str`` of objects of no known kind (a cell, an item, the object itself),
+  `inspect.signature`. A hook or repr that raises or hangs is reported ("repr raised ValueError", "the
+  repr of x took too long (over 2 s), so x is shown by type instead; the repr may still be running in
+  the background"): the tool never waits on it. At most `LEFT_RUNNING` such calls are left running;
+  while that many are, no more user code is run (the object is shown by type and size).
+- Nothing else of the object is asked: its type is ``type(x)``, never ``x.__class__`` (``isinstance``
+  asks that of an object whose type is not the class, and a property there is the user's code); a
+  type's name and module are read by ``type``'s own descriptors (a metaclass may define either as a
+  property); a library is looked up in its module's ``__dict__`` (a lazy module answers any name by
+  importing). And the whole description runs under a bound of its own (`describe`), so a library's
+  object whose subclass lies (a ``__len__``, a ``shape``) cannot hold the tool either.
 
 Everything shown is cut — cells, items, heads, reprs, and the whole answer at `INSPECT_CHARS` on a line
 boundary — so a frame of a million rows or ten thousand columns, a 100 MB string or a list that holds
@@ -39,7 +48,7 @@ import time
 import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets, secret_name
@@ -50,6 +59,11 @@ from twinny_magics.tools.notebook import IPYTHON_NAMES
 INSPECT_CHARS = 4000
 #: How long the user code run for one variable (hook, reprs, signature) may take in all.
 REPR_SECONDS = 2.0
+#: The whole description's bound is the user code's and this much more (the library's own work).
+DESCRIBE_SLACK_SECONDS = 1.0
+#: Calls of user code left running past their bound (a repr in a loop that swallows the stop, one
+#: blocked in C): while this many run on, no more user code is started.
+LEFT_RUNNING = 4
 #: A table's first rows and columns shown, the columns listed with their dtypes, a cell's characters.
 ROWS = 10
 COLUMNS = 12
@@ -74,6 +88,24 @@ _HOOK = "_repr_llm_"
 
 T = TypeVar("T")
 
+# Threads of user code left running past their bound (pruned of those that ended).
+_left: list[threading.Thread] = []
+_left_lock = threading.Lock()
+#: What `bounded` says of a call it left running (the callers' messages test for it).
+LEFT_BEHIND = "took too long and may still be running in the background"
+
+
+def _still_left() -> int:
+    """How many calls of user code left past their bound are still running."""
+    with _left_lock:
+        _left[:] = [thread for thread in _left if thread.is_alive()]
+        return len(_left)
+
+
+def _is(value: object, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance`` by the value's real type: never its ``__class__`` (its own code, maybe a lie)."""
+    return issubclass(type(value), kind)
+
 
 class _Stopped(BaseException):
     """Raised inside a worker that ran past its time (a BaseException: user code's ``except
@@ -81,10 +113,13 @@ class _Stopped(BaseException):
 
 
 class _Budget:
-    """The time left for the user code of one variable; every `bounded` call of it shares the deadline."""
+    """The time left for the user code of one variable (``name``); every `bounded` call of it shares the
+    deadline."""
 
-    def __init__(self, seconds: float | None = None) -> None:
-        self.deadline = time.monotonic() + (REPR_SECONDS if seconds is None else seconds)
+    def __init__(self, seconds: float | None = None, name: str = "value") -> None:
+        self.seconds = REPR_SECONDS if seconds is None else seconds
+        self.deadline = time.monotonic() + self.seconds
+        self.name = name
 
     def left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -92,16 +127,22 @@ class _Budget:
 
 def bounded(call: Callable[[], T], seconds: float | None = None) -> tuple[T | None, str | None]:
     """``call()`` on a daemon thread waited for ``seconds`` (`REPR_SECONDS`): ``(result, None)``, or
-    ``(None, why)`` with why "took too long" or "raised ValueError: …" (or, with no time left, why it
-    was not run). Never raises.
+    ``(None, why)`` with why `LEFT_BEHIND` or "raised ValueError: …" (or, with no time left or too many
+    calls left running, why it was not run). Never raises, and never waits past ``seconds``.
 
     A call still running at the deadline is left to its thread and asked to stop (an exception raised
     in it at its next Python instruction), so a ``while True`` in a repr does not spin forever; one
-    blocked in C (a sleep, a lock) ends when that returns.
+    blocked in C (a sleep, a lock), or one that swallows the stop, runs on: it is counted, and while
+    `LEFT_RUNNING` run on, nothing more is started.
     """
     wait = REPR_SECONDS if seconds is None else seconds
     if wait <= 0:
         return None, "was not run: no time was left for this variable"
+    left = _still_left()
+    if left >= LEFT_RUNNING:
+        return None, (
+            f"was not run: {left} earlier calls of user code (reprs) are still running in the background"
+        )
     box: list[tuple[bool, Any]] = []
     lock = threading.Lock()
 
@@ -124,7 +165,9 @@ def bounded(call: Callable[[], T], seconds: float | None = None) -> tuple[T | No
     with lock:
         if not box:
             _stop(thread)
-            return None, "took too long"
+            with _left_lock:
+                _left.append(thread)
+            return None, LEFT_BEHIND
     ok, value = box[0]
     return (value, None) if ok else (None, value)
 
@@ -140,7 +183,7 @@ def _stop(thread: threading.Thread) -> None:
 def _raised(exc: BaseException) -> str:
     """``ValueError: message`` on one short line (the message is the exception's own code: this runs on
     the worker)."""
-    kind = type(exc).__name__
+    kind = _type_name(type(exc)).rsplit(".", 1)[-1]
     try:
         message = " ".join(str(exc).split())
     except Exception:
@@ -194,7 +237,7 @@ def _missing(namespace: Mapping[str, Any], name: str) -> str:
     names = [
         n
         for n in itertools.islice(namespace, 20_000)
-        if isinstance(n, str) and not n.startswith("_") and n not in IPYTHON_NAMES
+        if type(n) is str and not n.startswith("_") and n not in IPYTHON_NAMES
     ]
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     text = f"No variable named {cut_line(name, 60)!r} in the kernel."
@@ -205,8 +248,22 @@ def _missing(namespace: Mapping[str, Any], name: str) -> str:
 
 def describe(value: object, name: str = "value") -> str:
     """``value`` described for the agent as plain text, cut to `INSPECT_CHARS`: its own ``_repr_llm_``
-    text when it has one, else by kind. Never raises, whatever the object does."""
-    budget = _Budget()
+    text when it has one, else by kind. Never raises, whatever the object does, and returns within
+    `REPR_SECONDS` and `DESCRIBE_SLACK_SECONDS`: past that it is shown by type and size only."""
+    seconds = REPR_SECONDS + DESCRIBE_SLACK_SECONDS
+    text, why = bounded(lambda: _describe(value, name), seconds)
+    if text is not None:
+        return text
+    if why == LEFT_BEHIND:
+        why = (
+            f"took too long (over {seconds:g} s: its own code ran, or a library's on it), so it is shown "
+            "by type and size only; that code may still be running in the background"
+        )
+    return f"{name}: {_type_name(type(value))}{_size(value, libraries=False)}. Describing it {why}."
+
+
+def _describe(value: object, name: str) -> str:
+    budget = _Budget(name=name)
     kind = type(value)
     head = f"{name}: {_type_name(kind)}"
     if issubclass(kind, type):
@@ -275,9 +332,18 @@ def _by_kind(value: object, budget: _Budget) -> Described:
 
 
 def _library_class(module: str, name: str) -> type | None:
-    """``module.name`` when that module is already imported and it is a class; never imports."""
-    found = getattr(sys.modules.get(module), name, None)
-    return found if isinstance(found, type) else None
+    """``module.name`` when that module is already imported and it is a class; never imports, and never
+    asks the module for the name (a lazy module's ``__getattr__`` imports, a lookalike's may hang): its
+    ``__dict__`` is read."""
+    loaded = sys.modules.get(module)
+    if not _is(loaded, types.ModuleType):
+        return None
+    namespace = _MODULE_DICT.__get__(loaded)
+    found = dict.get(namespace, name) if _is(namespace, dict) else None
+    return found if _is(found, type) else None
+
+
+_MODULE_DICT: Any = vars(cast(Any, types.ModuleType))["__dict__"]
 
 
 def _pandas(value: object, kind: type, budget: _Budget) -> Described | None:
@@ -436,7 +502,7 @@ def _table(
         heads, cols = [""], [[_cell(i, CELL_CHARS) for i in index]]
         for label, values in zip(labels, columns, strict=False):
             heads.append(_cell(label, CELL_CHARS))
-            hidden = isinstance(label, str) and secret_name(str.__str__(label))
+            hidden = _is(label, str) and secret_name(str.__str__(label))
             cols.append([MASK if hidden else _cell(v, CELL_CHARS) for v in values])
         widths = [max([len(h), *(len(c) for c in col)]) for h, col in zip(heads, cols, strict=False)]
         out = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=False)).rstrip()]
@@ -462,7 +528,7 @@ def _items(
     named like a secret's (``hidden``)."""
     if size == 0:
         return ["(empty)"]
-    if isinstance(hidden, str) and secret_name(str.__str__(hidden)):
+    if _is(hidden, str) and secret_name(str.__str__(hidden)):
         return [f"(values hidden: the name reads like a secret's {MASK})"]
     label = f"{what}:" if size > ITEMS else f"{what.replace('first ', '')}:"
     shown, why = bounded(lines, budget.left())
@@ -485,7 +551,7 @@ def _string(value: object) -> Described:
 
 
 def _bytes(value: object) -> Described:
-    base: Any = bytes if isinstance(value, bytes) else bytearray
+    base: Any = bytes if _is(value, bytes) else bytearray
     size = base.__len__(value)
     head = bytes(base.__getitem__(value, slice(0, _MASK_SPAN)))
     text = _utf8_head(head, complete=size <= _MASK_SPAN)
@@ -513,7 +579,7 @@ def _utf8_head(head: bytes, *, complete: bool) -> str | None:
 
 
 def _mapping(value: object, budget: _Budget) -> Described:
-    base: Any = collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict
+    base: Any = collections.OrderedDict if _is(value, collections.OrderedDict) else dict
     size: int = base.__len__(value)
     items = base.items(value)
     lines = []
@@ -579,13 +645,13 @@ _ROUTINES: tuple[type, ...] = (
 
 
 def _module(value: object) -> Described:
-    namespace = object.__getattribute__(value, "__dict__")
-    if not isinstance(namespace, dict):
+    namespace = _MODULE_DICT.__get__(value)  # the module's own dict: a subclass's __dict__ is not asked
+    if not _is(namespace, dict):
         return "", []
-    name, path = namespace.get("__name__"), namespace.get("__file__")
-    public = sum(1 for key in dict.__iter__(namespace) if isinstance(key, str) and not key.startswith("_"))
-    summary = f"named {cut_line(name, 80) if isinstance(name, str) else '?'}"
-    if isinstance(path, str):
+    name, path = dict.get(namespace, "__name__"), dict.get(namespace, "__file__")
+    public = sum(1 for key in dict.__iter__(namespace) if type(key) is str and not key.startswith("_"))
+    summary = f"named {cut_line(name, 80) if type(name) is str else '?'}"
+    if type(path) is str:
         summary += f", file {cut_line(path.replace(chr(92), '/').rsplit('/', 1)[-1], 60)}"
     else:
         summary += ", built in"
@@ -595,7 +661,7 @@ def _module(value: object) -> Described:
 def _code(value: object, budget: _Budget) -> Described:
     """A function, method or class: its signature and the first line of its docstring (a class's
     metaclass or ``__signature__`` is its own code, so under the time bound)."""
-    is_class = isinstance(value, type)
+    is_class = _is(value, type)
 
     def facts() -> list[str]:
         named = str(getattr(value, "__qualname__", None) or getattr(value, "__name__", "?"))
@@ -645,7 +711,18 @@ def _other(value: object, budget: _Budget) -> Described:
         size = dict.__len__(own)
         return "attributes: " + ", ".join(pairs) + (f", … {size - 20} more" if size > 20 else "")
 
-    lines = [f"repr: {bounded_repr(value, REPR_CHARS, budget.left())}"]
+    text, why = bounded(lambda: _clip_lines(repr(value), REPR_CHARS), budget.left())
+    if text is not None:
+        shown = text
+    elif why == LEFT_BEHIND:
+        name = budget.name
+        shown = (
+            f"not shown: the repr of {name} took too long (over {budget.seconds:g} s), so {name} is shown "
+            "by type instead; the repr may still be running in the background"
+        )
+    else:
+        shown = f"(repr {why})"
+    lines = [f"repr: {shown}"]
     if budget.left() > 0:
         attrs, _ = bounded(attributes, budget.left())
         if attrs:
@@ -764,25 +841,37 @@ def _cap(text: str, chars: int) -> str:
 
 
 def _type_name(kind: type) -> str:
-    """``DataFrame`` as pandas.DataFrame, a built-in as its bare name, anything else module.Qualname."""
+    """``DataFrame`` as pandas.DataFrame, a built-in as its bare name, anything else module.Qualname —
+    read by ``type``'s own descriptors: a metaclass may define ``__module__`` as a property (its code)."""
     try:
-        module, name = kind.__module__, kind.__qualname__
-        if module in ("builtins", ""):
-            return str(name)
-        top = module.split(".", 1)[0]
-        if top in ("pandas", "polars", "numpy") and getattr(sys.modules.get(top), name, None) is kind:
-            return f"{top}.{name}"
-        return f"{module}.{name}"
-    except Exception:  # a metaclass's own __module__ or __qualname__
+        module, name = _TYPE_MODULE.__get__(kind), _TYPE_QUALNAME.__get__(kind)
+    except Exception:
         return "?"
+    if type(name) is not str:
+        return "?"
+    if type(module) is not str:
+        return f"?.{name}"
+    if module in ("builtins", ""):
+        return name
+    top = module.split(".", 1)[0]
+    if top in ("pandas", "polars", "numpy") and _library_class(top, name) is kind:
+        return f"{top}.{name}"
+    return f"{module}.{name}"
 
 
-def _size(value: object) -> str:
-    """A built-in's length or an array-like's shape, for a value not shown; '' when unknown safely."""
+_TYPE_MODULE: Any = type.__dict__["__module__"]
+_TYPE_QUALNAME: Any = type.__dict__["__qualname__"]
+
+
+def _size(value: object, *, libraries: bool = True) -> str:
+    """A built-in's length or an array-like's shape, for a value not shown; '' when unknown safely.
+    ``libraries``: False asks nothing of a library's object (a subclass's ``shape`` is its own code)."""
     kind = type(value)
     for base in (str, bytes, bytearray, dict, list, tuple, set, frozenset):
         if issubclass(kind, base):
             return f", length {base.__len__(_as_any(value)):,}"
+    if not libraries:
+        return ""
     for module, name in (("pandas", "DataFrame"), ("pandas", "Series"), ("numpy", "ndarray")):
         cls = _library_class(module, name)
         if cls is not None and issubclass(kind, cls):
