@@ -75,13 +75,13 @@ def _takes(o: Option) -> str:
 def options_table() -> str:
     """The options as a Markdown table, in the order ``%%agent?`` lists them."""
     rows = [
-        "| option | on the `%%agent` line | default | takes | what it does |",
-        "| --- | --- | --- | --- | --- |",
+        "| option | on the `%%agent` line | default | takes | scope | what it does |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for o in OPTIONS:
         # Markdown would read "<session id>" as an HTML tag, and a pipe as the end of the cell.
         what = o.help.replace("&", "&amp;").replace("<", "&lt;").replace("|", PIPE)
-        rows.append(f"| `{o.name}` | {_flag(o)} | {_default(o)} | {_takes(o)} | {what} |")
+        rows.append(f"| `{o.name}` | {_flag(o)} | {_default(o)} | {_takes(o)} | {o.scope} | {what} |")
     return "\n".join(rows)
 
 
