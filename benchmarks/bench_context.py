@@ -6,7 +6,7 @@ through the real loop (``twinny_magics.loop.Loop``, as ``Agent`` runs it on a fi
 ``Workspace`` tools, against SmolLM2 on llama.cpp started at each window (one server at a time,
 ``--threads 1``, 127.0.0.1, stopped after).
 
-What is measured for real and what is computed — said here once, and in the README:
+What is measured for real and what is computed — said here once, and in docs/performance.md:
 
 - **Our loop** runs on :class:`BenchServer` in ``evaluate`` mode: every request goes to the real server
   through the package's ``ReplayServer`` (the whole prompt is read, one token generated), so its

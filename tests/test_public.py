@@ -1,4 +1,4 @@
-"""The public names (the README's) are all there, and behave as the README says."""
+"""The public names (the README's and docs/') are all there, and behave as the docs say."""
 
 from __future__ import annotations
 

@@ -217,7 +217,7 @@ async def test_a_command_that_kills_its_supervisor_is_reported_and_its_shell_is_
     tmp_path: Path,
 ) -> None:
     """``kill -9 $PPID`` ends the supervisor: what is in the shell's group is still killed, and the model
-    and the user are told that detached processes may survive (the README says so)."""
+    and the user are told that detached processes may survive (docs/security.md says so)."""
     ws = Workspace(tmp_path, commands="allow")
     started = time.monotonic()
     out = await command(ws, "echo $$ > shell.pid; sleep 30 & echo $! > child.pid; kill -9 $PPID; sleep 30")

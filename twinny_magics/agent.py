@@ -117,7 +117,7 @@ class Agent:
     ``tool_descriptions`` (``{"grep": "..."}``) replaces a workspace tool's description, word for word.
     ``workspace_map`` and ``evidence`` give the model a head start in the first request of a reply (a map
     of the workspace ranked for the question; the parts of files that best match its words), within
-    ``head_start_share`` of the window; ``search`` offers the ranked search as a tool. See the README.
+    ``head_start_share`` of the window; ``search`` offers the ranked search as a tool. See docs/head-start.md.
     ``secret_files`` replaces the deny list of files the tools never show (gitignore-style patterns; None:
     the defaults in :mod:`twinny_magics.tools.denied`, ``[]``: none). ``shell`` (an IPython shell, which
     the magic passes) gives the kernel tools: ``cell_history``, ``run_python`` (``kernel``: ask, allow or

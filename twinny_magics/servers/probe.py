@@ -1,4 +1,4 @@
-"""Asking a server how big its context window is, and the window to plan with (README: servers).
+"""Asking a server how big its context window is, and the window to plan with (docs/servers.md).
 
 Asked before every request, answered from ``ProbeCache`` most of the time: an answer is kept 30 s, an
 unknown 3 s (a server still loading its model is asked again soon). Each ask gives up after 1.5 s.
@@ -64,7 +64,7 @@ def _entry(entries: list[dict[str, Any]], model: str | None, *keys: str) -> dict
 
 
 def window_steps(root: str, kind: Kind, model: str | None, api_key: str | None = None) -> Steps[int | None]:
-    """The window the server at ``root`` reports for ``model``, or None (README: where each kind says it)."""
+    """The window the server at ``root`` reports for ``model``, or None (see docs/servers.md)."""
     if kind in NEVER_ASKED or kind in ("openwebui", "textgen"):
         return None
     if kind == "ollama":

@@ -1,6 +1,6 @@
 """A session as one JSON document, and back: what `Agent.save` writes and `Agent.load` reads.
 
-The document (``format`` ``twinny_magics.session``, ``version`` 1; the README's "Sessions" lists every
+The document (``format`` ``twinny_magics.session``, ``version`` 1; docs/sessions.md lists every
 field) holds the settings, the server's kind, model and address — never its API key — the plan, the
 estimator's ratio and history, the notes, and every reply in full (:mod:`.replies`). Every text in it
 passes through ``redact.mask_value`` on the way out: the session's key and anything shaped like a

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ToolLimits:
-    """How much one tool call may return or spend (defaults: see the README).
+    """How much one tool call may return or spend (defaults: see docs/tools.md).
 
     The limits are per call, not per file: a small model's window holds only a few results, so each one
     must stay small and say how to ask for more.

@@ -88,7 +88,7 @@ MASK_WRITTEN = (
 
 
 class Workspace:
-    """The workspace tools, confined to ``root``; see the README and this package."""
+    """The workspace tools, confined to ``root``; see docs/tools.md and this package."""
 
     def __init__(
         self,
