@@ -39,8 +39,8 @@ and a key cut in two by a result's length limit (the part left may be too short 
 Cost: every pattern is linear in the text (each repeat runs over one character class to a fixed end,
 the names are matched possessively from where a name starts, and each pattern starts with a literal
 found by a fast search or runs once per line), and each is skipped when the text lacks the literal it
-cannot occur without: 1 MB of code takes about 60-90 ms (the masker before the issue 26 forms about
-50-60), and no input is quadratic.
+cannot occur without: 1 MB of code takes about 100 ms (65 before the issue 26 forms;
+benchmarks/bench_masking.py), a 20 KB tool result about 2 ms, and no input is quadratic.
 """
 
 from __future__ import annotations
