@@ -3,12 +3,13 @@
     .venv/bin/python scripts/docs_picture.py                                    # runs the quickstart
     .venv/bin/python scripts/docs_picture.py --html artifacts/quickstart.html   # an export you have
 
-It executes ``notebooks/quickstart.ipynb`` headless against the embedded llama.cpp server (SmolLM2-135M;
-``scripts/run_notebook.py``, as ``scripts/demo.sh`` does, about two minutes on two cores), opens the
-HTML export in headless Chromium (Playwright's Python API with Debian's ``/usr/bin/chromium``), opens the
-cell's tool calls and takes the top of the first ``%%agent`` cell: the question, the status line, a bar
-per request and the calls, then the start of the answer. The picture is cut at ``--height`` pixels
-so that it stays small (under 200 KB); a tiny model's answer runs on below the cut.
+It executes ``notebooks/quickstart.ipynb`` (in a copy of its folder) headless against the embedded
+llama.cpp server (SmolLM2-135M; ``scripts/run_notebook.py``, as ``scripts/demo.sh`` does: half a minute
+to two minutes on two shared cores), opens the HTML export in headless Chromium (Playwright's Python API
+with Debian's ``/usr/bin/chromium``), opens the cell's tool calls and takes the top of the first
+``%%agent`` cell: the question, the status line, a bar per request and the calls, then the start of the
+answer. The picture is cut at ``--height`` pixels so that it stays small (under 200 KB); a tiny model's
+answer runs on below the cut. Another run's replies and timings may differ from the picture's.
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ LIMIT = 200_000
 
 
 def run_quickstart(out: Path) -> Path:
-    """Execute the quickstart notebook into ``out``; the path of its HTML export."""
-    notebook = ROOT / "notebooks" / "quickstart.ipynb"
+    """Execute the quickstart notebook into ``out``; the path of its HTML export.
+
+    It runs in a copy of ``notebooks/`` (its workspace): a session saved by an earlier run there would
+    add a resume notice to the cell, and this run's own autosave stays out of the checkout.
+    """
+    folder = out / "notebooks"
+    shutil.copytree(ROOT / "notebooks", folder, ignore=shutil.ignore_patterns(".twinny_sessions", ".ipynb_*"))
+    notebook = folder / "quickstart.ipynb"
     subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "run_notebook.py"), str(notebook), "--out", str(out)],
         check=True,
