@@ -313,6 +313,15 @@ def _best_time(text: str) -> float:
 
 @pytest.mark.parametrize("make", ADVERSARIAL.values(), ids=list(ADVERSARIAL))
 def test_each_new_pattern_is_linear_on_pathological_input(make: Callable[[int], str]) -> None:
-    """Four times the input takes about four times as long (a quadratic pattern would take sixteen)."""
-    small, large = _best_time(make(20_000)), _best_time(make(80_000))
-    assert large < max(small, 0.001) * 10, (small, large)
+    """Four times the input takes about four times as long (a quadratic pattern would take sixteen).
+
+    Measured up to three times: the machine is shared, and one busy moment must not fail a linear
+    pattern (a quadratic one fails every time)."""
+    small_text, large_text = make(20_000), make(80_000)
+    tries = []
+    for _ in range(3):
+        small, large = _best_time(small_text), _best_time(large_text)
+        tries.append((small, large))
+        if large < max(small, 0.0003) * 10:
+            return
+    pytest.fail(f"not linear: {tries}")

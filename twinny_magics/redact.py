@@ -399,10 +399,10 @@ def _env_hidden(found: re.Match[str]) -> str:
     if found.string.startswith(MASK, found.start("value")) or not _env_hides(found.group("name"), value):
         return found.group(0)
     quote = value[0] if value[0] in "\"'" and len(value) > 1 and value[-1] == value[0] else ""
-    return f"{text_before(found, 'value')}{quote}{MASK}{quote}"
+    return f"{_text_before(found, 'value')}{quote}{MASK}{quote}"
 
 
-def text_before(found: re.Match[str], group: str) -> str:
+def _text_before(found: re.Match[str], group: str) -> str:
     """What a match holds before one of its groups."""
     return found.string[found.start() : found.start(group)]
 
