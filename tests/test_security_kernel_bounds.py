@@ -253,7 +253,8 @@ def test_while_abandoned_code_runs_no_more_code_runs_and_the_history_catches_up(
 ) -> None:
     release = threading.Event()
     shell.user_ns["release"] = release
-    tools = KernelTools(shell, seconds=0.3, grace=0.2, main=serving)
+    tools = KernelTools(shell, seconds=0.3, main=serving)
+    tools.grace = 0.2
     swallows = (
         "while not release.is_set():\n"
         "    try:\n"
@@ -417,7 +418,7 @@ def test_a_library_subclass_whose_len_never_returns_is_shown_by_type_within_the_
             return 0
 
     out, took = bounded_time(describe, Endless([1, 2, 3]), "e")
-    assert took < 0.3 + variables.DESCRIBE_SLACK_SECONDS + 1, out
+    assert took < 2.5, out  # the 0.3 s bound, the description's 1 s more, and slack
     assert out.startswith(f"e: {__name__}.")
     assert "shown by type and size only" in out
     assert "may still be running in the background" in out

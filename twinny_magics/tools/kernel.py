@@ -416,6 +416,11 @@ def _time_limit_text(seconds: float, sent: int) -> str:
     return text
 
 
+def _patience(seconds: float, grace: float) -> float:
+    """How long the reply waits for code: the limit, both graces, and time for the last interrupt."""
+    return seconds + 2 * grace + 2 * INTERRUPT_EVERY_SECONDS
+
+
 def _still_running(
     code: str, seconds: float, grace: float, sent: int, label: str, *, started: bool
 ) -> RunOutcome:
@@ -425,7 +430,7 @@ def _still_running(
     if not started:
         record.stopped = "it never started: the kernel's main thread did not take it up"
         return RunOutcome(record, failed=True, timed_out=True)
-    waited = seconds + 2 * grace
+    waited = _patience(seconds, grace)
     record.stopped = (
         f"the time limit ({seconds:g} s) interrupted it {sent} times and it went on; after {waited:g} s "
         "the reply stopped waiting. It is still running in the kernel."
@@ -530,7 +535,7 @@ class Kernel:
         )
         waiting = asyncio.wrap_future(future)
         try:
-            done, _ = await asyncio.wait({waiting}, timeout=seconds + 2 * grace + 2 * INTERRUPT_EVERY_SECONDS)
+            done, _ = await asyncio.wait({waiting}, timeout=_patience(seconds, grace))
         except asyncio.CancelledError:
             waiting.cancel()
             raise
