@@ -162,10 +162,13 @@ class _Interrupts:
     to the user. ``give_up`` (the reply stopped waiting) stops them too. An interrupt after that is the
     user's (the stop button). Code that raises KeyboardInterrupt itself sets no flag: that is its error.
 
-    An interrupt must never land in the kernel's own code after the agent's code ended: the handler
-    drops one that arrives there (in this module's frames, or once `close` disarmed it), the thread
-    raises nothing while the main thread is in this module, and `close` (on the main thread, under the
-    lock the thread sends under) disarms and clears a raise not yet delivered.
+    An interrupt must never land in the kernel's own code around the agent's: it is armed only from
+    the end of ``__enter__`` to `close`; the handler drops one that arrives outside that span or in the
+    frames around the code (`_OWN_CODE`); the thread raises nothing while the main thread is in those
+    frames; and `close` (on the main thread, under the lock the thread sends under) disarms and clears
+    a raise not yet delivered. The one gap left: a raise aimed while the code ran may land as it ends
+    (the main thread moved on between the look and the raise); `Kernel.run` then still reports the
+    time limit.
     """
 
     def __init__(self, seconds: float, grace: float = INTERRUPT_GRACE_SECONDS) -> None:
@@ -267,8 +270,8 @@ class _Interrupts:
         return not self._armed  # read afresh: the main thread's close() sets it
 
     def _interrupt(self, *, raise_too: bool) -> None:
-        """One interrupt (called under the lock): a SIGINT to the main thread and, when SIGINTs no
-        longer reach the handler, a KeyboardInterrupt raised there — unless it is in this module now.
+        """One interrupt (called under the lock): a SIGINT to the main thread and, when the code took
+        the handler away, a KeyboardInterrupt raised there — unless it is in the frames around the code.
         Off the main thread (no handler could be set) only the raise: a SIGINT would reach the main
         thread's handler, not this code."""
         self.sent += 1
