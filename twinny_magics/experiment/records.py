@@ -7,7 +7,7 @@ way a saved session keeps it (:mod:`twinny_magics.sessions.replies`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from twinny_magics.events import Reply
@@ -71,7 +71,8 @@ class Run:
 
     def to_json(self) -> dict[str, Any]:
         """The run as JSON, its reply in full."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "reply"}
+        # The record's own fields, whole; its reply in the saved session's JSON (not asdict's deep copy).
+        data = asdict(replace(self, reply=None))
         data["reply"] = reply_to_json(self.reply) if self.reply is not None else None
         return data
 

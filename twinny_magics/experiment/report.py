@@ -3,11 +3,17 @@
 Question text, answers, tool output, reasons and names all come from people or models, so every piece of
 text goes through :func:`~twinny_magics.display.reprs.esc` (or a display piece that escapes or sanitizes it,
 :mod:`twinny_magics.display.items`), and the text twin through :func:`~twinny_magics.display.reprs.plain`.
+
+The report reads an experiment's records through the small shapes below (``ShownRun``, ``ShownResults``,
+``ShownComparison`` and their rows), not through the classes: :class:`~.records.Run`,
+:class:`~.results.Results` and :class:`~.results.Comparison` render themselves by calling it, so it must
+not import them back (mypy checks that each class fits its shape where it calls the report).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twinny_magics.budget import plan_context
 from twinny_magics.display.reprs import FONT, MONO, WindowPicture, esc, n, plain, sendable
@@ -15,8 +21,9 @@ from twinny_magics.experiment.variants import WHERE
 
 if TYPE_CHECKING:
     from twinny_magics.display.items import Item
-    from twinny_magics.experiment.records import Run
-    from twinny_magics.experiment.results import Comparison, Results, VariantSummary
+    from twinny_magics.events import Reply
+    from twinny_magics.experiment.checks import Question
+    from twinny_magics.experiment.variants import Variant
 
 MARKS = {"pass": "✓", "fail": "✗", "ran": "·", "error": "⚠"}
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "ran": "#888", "error": "#b8860b"}
@@ -26,6 +33,112 @@ MAX_REPLY_VIEWS = 60
 OPTION_CHARS = 60
 CELL = 'style="text-align:left;vertical-align:top;padding:2px 8px"'
 NUM = 'style="text-align:right;padding:2px 8px"'
+
+
+# -- what the report reads -------------------------------------------------------------------------------
+
+
+class ShownRun(Protocol):
+    """What the report reads of one run (:class:`~.records.Run` is one)."""
+
+    @property
+    def question(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def why(self) -> str: ...
+    @property
+    def check_raised(self) -> bool: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def changed(self) -> Sequence[str]: ...
+    @property
+    def reply(self) -> Reply | None: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def passed(self) -> bool: ...
+
+
+class ShownSummary(Protocol):
+    """What the report reads of one variant's row (:class:`~.results.VariantSummary` is one)."""
+
+    @property
+    def variant(self) -> str: ...
+    @property
+    def passed(self) -> int: ...
+    @property
+    def judged(self) -> int: ...
+    @property
+    def errors(self) -> int: ...
+    @property
+    def steps(self) -> float: ...
+    @property
+    def prompt_tokens(self) -> float: ...
+    @property
+    def generated_tokens(self) -> float: ...
+    @property
+    def refused(self) -> int: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def pass_rate(self) -> float | None: ...
+
+
+class ShownChange(Protocol):
+    """What the report reads of one question's row in a comparison (:class:`~.results.QuestionChange`)."""
+
+    @property
+    def question(self) -> str: ...
+    @property
+    def a(self) -> tuple[int, int]: ...
+    @property
+    def b(self) -> tuple[int, int]: ...
+    @property
+    def change(self) -> str: ...
+
+
+class ShownComparison(Protocol):
+    """What the report reads of a comparison (:class:`~.results.Comparison` is one)."""
+
+    @property
+    def a(self) -> str: ...
+    @property
+    def b(self) -> str: ...
+    @property
+    def rows(self) -> Sequence[ShownChange]: ...
+    def summary(self) -> str: ...
+
+
+class ShownResults(Protocol):
+    """What the report reads of an experiment's results (:class:`~.results.Results` is one)."""
+
+    @property
+    def questions(self) -> Sequence[Question]: ...
+    @property
+    def variants(self) -> Sequence[Variant]: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def settings(self) -> Mapping[str, Any]: ...
+    @property
+    def servers(self) -> Mapping[str, Mapping[str, Any]]: ...
+    @property
+    def runs(self) -> Sequence[ShownRun]: ...
+    @property
+    def stopped(self) -> str | None: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def names(self) -> Sequence[str]: ...
+    def runs_of(self, question: str, variant: str) -> Sequence[ShownRun]: ...
+    def summary(self) -> Sequence[ShownSummary]: ...
+    def compare(self, a: str | None = None, b: str | None = None) -> ShownComparison: ...
 
 
 def bundle(html: str, text: str) -> dict[str, str]:
@@ -38,19 +151,19 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _rate(summary: VariantSummary) -> str:
+def _rate(summary: ShownSummary) -> str:
     rate = summary.pass_rate
     return "–" if rate is None else f"{summary.passed}/{summary.judged} ({rate:.0%})"
 
 
-def _options(results: Results, variant: str) -> str:
+def _options(results: ShownResults, variant: str) -> str:
     options = next((v.describe() for v in results.variants if v.name == variant), {})
     if not options:
         return "(the experiment's settings)"
     return ", ".join(f"{k}={_short(repr(v), OPTION_CHARS)}" for k, v in options.items())
 
 
-def _head(results: Results) -> str:
+def _head(results: ShownResults) -> str:
     settings = results.settings
     servers = {f"{s.get('model') or '?'} on {s.get('kind') or '?'}" for s in results.servers.values()}
     done = len([r for r in results.runs if r.outcome != "error"])
@@ -67,7 +180,7 @@ def _head(results: Results) -> str:
     return " · ".join(parts)
 
 
-def _shared(results: Results) -> str:
+def _shared(results: ShownResults) -> str:
     """The options every variant starts from (where the server is, said in the head line, left out)."""
     options = results.settings.get("options") or {}
     shown = {k: v for k, v in options.items() if k not in WHERE}
@@ -80,7 +193,7 @@ def _text_of(name: str, text: str, limit: int) -> str:
     return "" if short == name or _short(text, len(name)) == name else short
 
 
-def _cell(results: Results, question: str, variant: str) -> tuple[str, str, str]:
+def _cell(results: ShownResults, question: str, variant: str) -> tuple[str, str, str]:
     """A grid cell: its mark, its colour key and its tooltip (why)."""
     runs = results.runs_of(question, variant)
     if not runs:
@@ -104,7 +217,7 @@ def _cell(results: Results, question: str, variant: str) -> tuple[str, str, str]
 # -- results ---------------------------------------------------------------------------------------------
 
 
-def results_text(results: Results) -> str:
+def results_text(results: ShownResults) -> str:
     """The results as aligned text: the head line, a row per variant, the grid, the comparisons."""
     rows = results.summary()
     width = max([7, *(len(r.variant) for r in rows)])
@@ -137,7 +250,7 @@ def results_text(results: Results) -> str:
     return "\n".join(lines)
 
 
-def results_html(results: Results) -> str:
+def results_html(results: ShownResults) -> str:
     """The results as HTML: the head line, the table per variant, the grid, comparisons, the replies."""
     rows = "".join(
         f"<tr><td {CELL}><b>{esc(row.variant)}</b></td><td {CELL}>{esc(_options(results, row.variant))}</td>"
@@ -180,7 +293,7 @@ def results_html(results: Results) -> str:
     )
 
 
-def _reply_views(results: Results) -> str:
+def _reply_views(results: ShownResults) -> str:
     runs = [r for r in results.runs if r.reply is not None]
     if not runs:
         return ""
@@ -201,17 +314,17 @@ def _reply_views(results: Results) -> str:
     )
 
 
-def _run_rest(run: Run) -> str:
+def _run_rest(run: ShownRun) -> str:
     repeat = f" #{run.repeat + 1}" if run.repeat else ""
     steps = f"{run.steps} step{'s' if run.steps != 1 else ''}"
     return f"{run.question} · {run.variant}{repeat} · {steps} · {run.seconds:.1f} s"
 
 
-def _run_title(run: Run) -> str:
+def _run_title(run: ShownRun) -> str:
     return f"{MARKS[run.outcome]} {_run_rest(run)}"
 
 
-def _run_title_html(run: Run) -> str:
+def _run_title_html(run: ShownRun) -> str:
     mark = f'<b style="color:{COLOURS[run.outcome]}">{esc(MARKS[run.outcome])}</b>'
     return f"{mark} {esc(_run_rest(run))}"
 
@@ -219,7 +332,7 @@ def _run_title_html(run: Run) -> str:
 # -- one run ---------------------------------------------------------------------------------------------
 
 
-def _items(run: Run) -> list[Item]:
+def _items(run: ShownRun) -> list[Item]:
     """The display pieces of a recorded reply, as the magic shows a live one."""
     from twinny_magics.display.items import CallItem, NoticeItem, RequestItem, TextItem  # noqa: PLC0415
     from twinny_magics.protocol import parse_reply  # noqa: PLC0415
@@ -257,14 +370,14 @@ def _items(run: Run) -> list[Item]:
     return items
 
 
-def _verdict(run: Run) -> str:
+def _verdict(run: ShownRun) -> str:
     said = {"pass": "passed", "fail": "failed", "ran": "ran (no check)", "error": "error"}[run.outcome]
     if run.check_raised:
         said += " (the check itself failed)"
     return said + (f": {run.why}" if run.why else "")
 
 
-def run_text(run: Run) -> str:
+def run_text(run: ShownRun) -> str:
     """One run as text: what was asked under which variant, the verdict, the calls and the answer."""
     lines = [
         f"{_run_title(run)}",
@@ -278,7 +391,7 @@ def run_text(run: Run) -> str:
     return "\n".join(lines)
 
 
-def run_html(run: Run, *, title: bool = True) -> str:
+def run_html(run: ShownRun, *, title: bool = True) -> str:
     """One run as HTML: the verdict, each request, each call collapsible, the answer rendered inert."""
     head = f"<div>{_run_title_html(run)}</div>" if title else ""
     question = f"<div><b>Question</b>: {esc(run.reply.question)}</div>" if run.reply is not None else ""
@@ -298,7 +411,7 @@ def _pair(tally: tuple[int, int]) -> str:
     return f"{passed}/{judged}" if judged else "–"
 
 
-def comparison_text(comparison: Comparison) -> str:
+def comparison_text(comparison: ShownComparison) -> str:
     """A comparison as text: the summary line, then a row per question."""
     lines = [comparison.summary(), f"  {comparison.a:>10} {comparison.b:>10}  change   question"]
     lines += [
@@ -307,7 +420,7 @@ def comparison_text(comparison: Comparison) -> str:
     return "\n".join(lines)
 
 
-def comparison_html(comparison: Comparison) -> str:
+def comparison_html(comparison: ShownComparison) -> str:
     """A comparison as HTML: the summary line and a table with a row per question."""
     colours = {"fixed": COLOURS["pass"], "broke": COLOURS["fail"], "changed": COLOURS["error"]}
     rows = "".join(

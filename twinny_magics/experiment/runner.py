@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from twinny_magics.contracts import Addressed
 from twinny_magics.experiment.checks import Question, describe
 from twinny_magics.experiment.copies import Snapshot, changes, fresh_copy, snapshot, template
 from twinny_magics.experiment.records import Run
@@ -183,8 +184,8 @@ def _connect(variants: Sequence[Variant], common: Mapping[str, Any]) -> list[Mod
 
 
 def _where(server: ModelServer) -> str | None:
-    info = getattr(server, "info", None)
-    url = getattr(info, "base_url", None)
+    info = server.info if isinstance(server, Addressed) else None
+    url = info.base_url if info is not None else None
     return url if isinstance(url, str) else None
 
 
