@@ -116,6 +116,8 @@ def with_closing_prompt(messages: Sequence[Message], prompt: str = FINAL_ANSWER_
     return out
 
 
+#: The notice when a reply's answer was an imitated tool result (never shown as the answer).
+IMITATED_RESULT_NOTICE = "The model wrote an imitation of a tool result instead of its answer (not shown)."
 #: The answer shown when the closing request brought a tool call (never run) instead of prose.
 NO_ANSWER = (
     "The model did not answer: on its last request it wrote a tool call instead (not run), so there is "
@@ -237,6 +239,21 @@ def edit_first_prompt(mode: str) -> str:
         ensure_ascii=False,
     )
     return f"{text} The call:\n```tool\n{call}\n```"
+
+
+def imitated_result_prompt(mode: str, question: str = "", wrapper: str = "<tool_result>") -> str:
+    """The message sent back once when a reply imitated a tool result instead of calling or answering."""
+    text = (
+        f"Your reply imitated a tool result ({wrapper[:60]}…). Only the loop writes tool results, after it "
+        "runs a call: one you write is made up, is not evidence, and is not shown to the user. To look "
+        "something up, call a tool; to answer, write the answer in plain words from the results you were "
+        "given."
+    )
+    word = search_word(question)
+    if mode != "text" or word is None:
+        return text
+    call = json.dumps({"name": "grep", "arguments": {"pattern": word}}, ensure_ascii=False)
+    return f"{text} A call is written like this:\n```tool\n{call}\n```"
 
 
 def look_first_prompt(mode: str, question: str = "") -> str:

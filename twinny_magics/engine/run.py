@@ -32,13 +32,16 @@ from twinny_magics.errors import PromptTooLong, ServerError, ToolHistoryRefused,
 from twinny_magics.events import CallFinished, CallStarted, Reply, RequestRecord, Step
 from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
+    IMITATED_RESULT_NOTICE,
     edit_first_prompt,
+    imitated_result_prompt,
     look_first_prompt,
     looks_like_a_call,
     no_answer_summary,
     notes_messages,
     with_closing_prompt,
 )
+from twinny_magics.protocol.results import Imitation, imitated_results
 from twinny_magics.redact import mask_value
 from twinny_magics.retrieval import HEAD_START_LEAD, HEAD_START_TOOL
 
@@ -102,6 +105,8 @@ class Run:
         #: The look-first and edit-first nudges, each sent at most once; the small-window warning, said once.
         self.nudged = False
         self.edit_nudged = False
+        #: A reply that imitated a tool result is sent back once.
+        self.imitated = False
         self.warned = False
         #: Whether the last reply's calls (or broken calls) came as native tool calls, not as text.
         self.native_reply = False
@@ -256,14 +261,22 @@ class Run:
         """Act on a step's answer; whether the reply is over."""
         reply, text, calls = self.reply, answer.text, answer.calls
         problems = [self.question.aim(p) for p in answer.problems]
+        imitation = imitated_results(text, self.tools.definitions())
+        if imitation is not None:
+            # Only the loop writes results: an imitated one is kept neither as the step's text nor in the
+            # conversation, and what it asks for (a tool and its arguments) is read as that call.
+            text = self._without_imitation(imitation, calls)
+            calls = calls or list(imitation.calls)
         record = Step(self.number, text)
         reply.steps.append(record)
         if last:
-            self._close(text, calls)
+            self._close(text, calls, imitation)
             return True
         if self._learn_mode(calls, problems):
             self.messages = [self.offer.system_message(), *self.messages[1:]]  # the tools, listed as text
         if not calls:
+            if imitation is not None and not problems:
+                return self._imitated(imitation, text, record)
             if problems:
                 record.problems = problems
                 self.messages = [*self.messages, assistant(text), user("\n\n".join(problems))]
@@ -288,7 +301,7 @@ class Run:
         self._count_unusable(all(r.is_error for r in record.results))
         return False
 
-    def _close(self, text: str, calls: list[ToolCall]) -> None:
+    def _close(self, text: str, calls: list[ToolCall], imitation: Imitation | None = None) -> None:
         """The closing request's answer is the reply's. A call written there is never run: the model was
         told it had none left."""
         reply = self.reply
@@ -297,11 +310,44 @@ class Run:
         if not content or (parsed.problems and looks_like_a_call(content)):
             # A call in place of an answer: say so and list what ran, never the call's JSON.
             reply.text = no_answer_summary([r for s in reply.steps for r in s.results])
-            if text.strip() or calls:
+            if imitation is not None:
+                self.tell.notice("warning", IMITATED_RESULT_NOTICE)
+            elif text.strip() or calls:
                 self.tell.notice("warning", "The model wrote a tool call instead of its answer.")
         else:
             reply.text = content
         reply.stopped = "settled" if self.calls.settled else "stuck" if self.stuck else "steps"
+
+    def _without_imitation(self, imitation: Imitation, calls: list[ToolCall]) -> str:
+        """A reply's text without the results it imitated; in text mode with the call it is read as,
+        written the protocol's way, so the conversation shows the model a call where it wrote a result."""
+        text = imitation.content
+        asked = calls or list(imitation.calls)
+        if (
+            self.offer.mode == "text"
+            and asked
+            and not protocol.parse_reply(text, self.tools.definitions()).calls
+        ):
+            text = "\n\n".join(part for part in (text, protocol.format_call(asked[0])) if part)
+        return text
+
+    def _imitated(self, imitation: Imitation, text: str, record: Step) -> bool:
+        """A reply that imitated a tool result and asks for no call: sent back once to call or answer; the
+        second time, what the model wrote outside the imitation is the answer (with nothing else, none)."""
+        if not self.imitated:
+            self.imitated = True
+            wrapper = imitation.wrappers[0] if imitation.wrappers else "<tool_result>"
+            nudge = imitated_result_prompt(self.offer.mode, self.question.text, wrapper)
+            self.messages = [*self.messages, assistant(text or "(a made-up tool result)"), user(nudge)]
+            record.problems = ["imitated a tool result: asked once more to call a tool or answer"]
+            return False
+        self.tell.notice("warning", IMITATED_RESULT_NOTICE)
+        if text and not looks_like_a_call(text):
+            self.reply.text = text
+        else:
+            self.reply.text = no_answer_summary([r for s in self.reply.steps for r in s.results])
+        self.reply.stopped = "answer"
+        return True
 
     def _learn_mode(self, calls: list[ToolCall], problems: list[str]) -> bool:
         """``auto``, undecided: what this step shows about the model; True when it switched to text."""
