@@ -3,6 +3,7 @@
 The agent loop needs only `Workspace` (``definitions()`` to offer the tools, ``await run(call)`` to call
 one), `ToolOutput`, `ToolLimits` and `PendingEdit`. The modules, one concept each:
 
+- ``context``   what a tool may ask of the toolset it runs in (`ToolContext`)
 - ``paths``     confinement to the workspace root and the hidden/ignored rules
 - ``files``     list_dir, find_files, read_file, grep
 - ``notebook``  a .ipynb as its cells; the kernel's variables

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from twinny_magics.tools.edits import PendingEdit
+    from twinny_magics.changes import PendingChange
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ToolOutput:
 
     text: str
     is_error: bool = False
-    pending: PendingEdit | None = None
+    pending: PendingChange | None = None
     #: Whether the reply should end after this (the next request is the last): a kernel run that hit
     #: its time limit.
     settles: bool = False

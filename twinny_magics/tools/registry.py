@@ -30,16 +30,14 @@ import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools import files, notebook, variables
 from twinny_magics.tools.base import ToolLimits, ToolOutput, call_text, cut_line
+from twinny_magics.tools.context import ToolContext
 from twinny_magics.tools.files import HINT_SECONDS, PATTERN_CHARS, files_matching
 from twinny_magics.tools.paths import Confinement, Target, shown
-
-if TYPE_CHECKING:
-    from twinny_magics.tools.workspace import Workspace
 
 # What a parameter's value is, for the checks of `refusal`: a path that must exist (file, folder or
 # either), a new file's path, a glob, a regex, text to write or find, a command, a line number.
@@ -96,8 +94,9 @@ class ToolSpec:
 Approval = Literal["edits", "commands", "kernel", "cells"]
 #: What a tool needs to be offered: the kernel's namespace, the notebook kernel, the ranked search.
 Needs = Literal["namespace", "kernel", "search"]
-#: A tool's implementation: the workspace and the checked arguments in, the output out.
-Run = Callable[["Workspace", dict[str, Any]], Awaitable[ToolOutput]]
+#: A tool's implementation: what it may ask of the toolset (`ToolContext`) and the checked arguments in,
+#: the output out.
+Run = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,25 +123,25 @@ class Tool(ToolSpec):
         return self.approval == "edits"
 
 
-async def _list_dir(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(files.list_dir(ws.conf, ws.limits, args.get("path")))
+async def _list_dir(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(files.list_dir(ctx.conf, ctx.limits, args.get("path")))
 
 
-async def _find_files(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(await _stoppable(files.find_files, ws.conf, ws.limits, args["pattern"]))
+async def _find_files(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(await _stoppable(files.find_files, ctx.conf, ctx.limits, args["pattern"]))
 
 
-async def _read_file(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+async def _read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     path, start, end = args["path"], args.get("start_line"), args.get("end_line")
-    return ToolOutput(files.read_file(ws.conf, ws.limits, path, start, end))
+    return ToolOutput(files.read_file(ctx.conf, ctx.limits, path, start, end))
 
 
-async def _search(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(await asyncio.to_thread(ws.search_text, args["words"]))
+async def _search(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(await asyncio.to_thread(ctx.search_text, args["words"]))
 
 
-async def _grep(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(await _stoppable(files.grep, ws.conf, ws.limits, args["pattern"], args.get("path")))
+async def _grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(await _stoppable(files.grep, ctx.conf, ctx.limits, args["pattern"], args.get("path")))
 
 
 async def _stoppable(search: Callable[..., str], *args: Any) -> str:
@@ -156,38 +155,38 @@ async def _stoppable(search: Callable[..., str], *args: Any) -> str:
         stop.set()
 
 
-async def _edit_file(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return ws.edit_file(args["path"], args["find"], args["replace"])
+async def _edit_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ctx.edit_file(args["path"], args["find"], args["replace"])
 
 
-async def _create_file(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return ws.create_file(args["path"], args["content"])
+async def _create_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ctx.create_file(args["path"], args["content"])
 
 
-async def _run_command(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return await ws.run_command(args["command"])
+async def _run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return await ctx.run_command(args["command"])
 
 
-async def _kernel_variables(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+async def _kernel_variables(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     # On a worker thread: each variable's repr is bounded in time, the listing's wait is not free.
-    return ToolOutput(await asyncio.to_thread(notebook.kernel_variables, ws.namespace, ws.limits.variables))
+    return ToolOutput(await asyncio.to_thread(notebook.kernel_variables, ctx.namespace, ctx.limits.variables))
 
 
-async def _inspect_variable(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
+async def _inspect_variable(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     # On a worker thread: an object's own repr or _repr_llm_ may take up to its time bound.
-    return ToolOutput(await asyncio.to_thread(variables.inspect_variable, ws.namespace, args["name"]))
+    return ToolOutput(await asyncio.to_thread(variables.inspect_variable, ctx.namespace, args["name"]))
 
 
-async def _cell_history(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return ws.cell_history()
+async def _cell_history(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return ctx.cell_history()
 
 
-async def _run_python(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return await ws.run_python(args["code"])
+async def _run_python(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return await ctx.run_python(args["code"])
 
 
-async def _propose_cell(ws: Workspace, args: dict[str, Any]) -> ToolOutput:
-    return await ws.propose_cell(args["code"], str(args.get("why") or ""))
+async def _propose_cell(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return await ctx.propose_cell(args["code"], str(args.get("why") or ""))
 
 
 _PATH_ALIASES = ("file_path", "filepath", "file", "filename", "dir", "directory", "folder")
