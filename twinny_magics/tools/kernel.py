@@ -12,7 +12,8 @@ Three tools, offered only inside an IPython kernel:
   code to `MAIN`, which the waiting main thread serves. Approved like a command (``kernel=ask``), or run
   (``allow``), or not offered (``off``). Output is captured, never shown raw in the cell: stdout and
   stderr keep a bounded tail, rich outputs are named, figures left open by an inline backend are
-  flushed into the capture. The time limit escalates (`_Interrupts`): an interrupt of its own to the
+  flushed into the capture; the kernel's known secrets are hidden in what the model is told, as in
+  ``cell_history``. The time limit escalates (`_Interrupts`): an interrupt of its own to the
   main thread; after a grace for the code's cleanup, an interrupt every quarter second (and, where the
   code took SIGINT away, an exception raised in the main thread); after a second grace the reply stops
   waiting — the model gets an error, the reply a notice that the kernel is still busy with that code,
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from twinny_magics import cells
-from twinny_magics.cell_log import CellLog, TailWriter, value_text
+from twinny_magics.cell_log import CellLog, TailWriter, hide_known, value_text
 from twinny_magics.cells import CellRecord
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.options import DEFAULTS
@@ -551,7 +552,7 @@ class Kernel:
             )
             self.log.records.append(outcome.record)
             future.add_done_callback(lambda ended: self._ended_late(ended, outcome.record))
-            return outcome
+            return self._shown(outcome)
         try:
             outcome = waiting.result()
         except Stopped:
@@ -563,7 +564,14 @@ class Kernel:
             record.stopped = _time_limit_text(seconds, interrupts.sent) + " as it ended"
             outcome = RunOutcome(record, failed=True, timed_out=True)
         self.log.records.append(outcome.record)
-        return outcome
+        return self._shown(outcome)
+
+    def _shown(self, outcome: RunOutcome) -> RunOutcome:
+        """``outcome`` as the model may see it: the kernel's known secrets hidden in what the code
+        printed, returned and raised, as ``cell_history`` hides them (the log keeps what ran). Read after
+        the run: the code may itself have set one."""
+        record = hide_known([outcome.record], self.log.known_secrets())[0]
+        return replace(outcome, record=record) if record is not outcome.record else outcome
 
     def _ended_late(self, ended: concurrent.futures.Future[Any], placeholder: CellRecord) -> None:
         """Code the reply stopped waiting for has ended (on the main thread): the history shows what it

@@ -5,7 +5,8 @@ window on noise and is tempted to edit the JSON. So read_file and grep see the n
 source, with outputs summarized in a line or two), and the edit tools refuse notebooks altogether.
 
 The variables view must be read-only: it looks at values without calling into them beyond ``repr``
-(itself cut short through `reprlib`) and a ``shape`` attribute, and never at modules or functions. A
+(itself cut short through `reprlib`) and a ``shape`` attribute, both under a time bound, and never at
+modules or functions; what kind a value is and its type's name come from its real type. A
 variable named like a secret (``api_key``, ``OPENAI_TOKEN``, ``db_password``: `redact.secret_name`)
 shows its type and length only, and every repr shown has secret-shaped text masked
 (`redact.mask_secrets`): the view goes to the model server.
@@ -18,13 +19,11 @@ of the wrong type) is a `WorkspaceError` naming it, so grep skips it and goes on
 from __future__ import annotations
 
 import functools
-import inspect
 import io
 import json
 import os
 import reprlib
 import time
-import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -150,19 +149,30 @@ def kernel_variables(namespace: Mapping[str, Any] | None, limit: int) -> str:
             "IPython kernel. Read the files instead."
         )
     # Imported here: the variables module imports this one (IPYTHON_NAMES).
-    from twinny_magics.tools.variables import bounded  # noqa: PLC0415
+    from twinny_magics.tools.variables import bounded, is_code, type_name  # noqa: PLC0415
 
+    # Modules, functions and classes are code, not data (the model can read their source). Outside the
+    # time bound nothing of a value is asked (`is_code`, `type_name`: its real type only, never its
+    # __class__), and a name is read as plain text (a str subclass could answer .lower() itself).
+    named = [
+        (str.__str__(key), value) for key, value in dict(namespace).items() if issubclass(type(key), str)
+    ]
     rows = []
     deadline = time.monotonic() + LISTING_SECONDS
-    for name, value in sorted(dict(namespace).items(), key=lambda item: item[0].lower()):
-        if name.startswith("_") or name in IPYTHON_NAMES or _skipped(value):
+    for name, value in sorted(named, key=lambda item: item[0].lower()):
+        if name.startswith("_") or name in IPYTHON_NAMES or is_code(value):
             continue
         hidden = secret_name(name)
         # An object's repr or shape is its own code: each under the time left for the whole listing.
         left = deadline - time.monotonic()
-        line, why = bounded(functools.partial(_describe, name, value, hidden=hidden), min(left, 1.0))
+        line: str | None
+        why: str | None = None
+        if type(value) in _PLAIN:  # no code of the user's to wait for: shown whatever time is left
+            line = _describe(name, value, hidden=hidden)
+        else:
+            line, why = bounded(functools.partial(_describe, name, value, hidden=hidden), min(left, 1.0))
         if line is None:
-            line = f"{name} ({_type_name(value)}): (not shown: its repr or shape {why})"
+            line = f"{name} ({type_name(value)}): (not shown: its repr or shape {why})"
         rows.append(line)
     if not rows:
         return "The kernel has no user variables yet."
@@ -172,23 +182,14 @@ def kernel_variables(namespace: Mapping[str, Any] | None, limit: int) -> str:
     return "\n".join([head, *rows])
 
 
-def _skipped(value: object) -> bool:
-    """Modules, functions and classes are code, not data; the model can read their source instead."""
-    return isinstance(value, types.ModuleType | type) or inspect.isroutine(value)
-
-
-def _type_name(value: object) -> str:
-    kind = type(value)
-    module = getattr(kind, "__module__", "")
-    return kind.__qualname__ if module in ("builtins", "") else f"{module}.{kind.__qualname__}"
-
-
 def _describe(name: str, value: object, *, hidden: bool = False) -> str:
     """One variable's line; nothing here may raise, whatever the object does.
 
     ``hidden`` (a name like a secret's): the type and the length or shape, and `MASK` for the value.
     """
-    facts = [_type_name(value)]
+    from twinny_magics.tools.variables import type_name  # noqa: PLC0415
+
+    facts = [type_name(value)]
     shape = _shape(value)
     if shape is not None:
         facts.append("shape " + "×".join(str(n) for n in shape) if shape else "shape ()")
@@ -199,14 +200,17 @@ def _describe(name: str, value: object, *, hidden: bool = False) -> str:
     return f"{name} ({', '.join(facts)}): {MASK if hidden else _short_repr(value)}"
 
 
+#: Values whose line runs none of the user's code (a subclass's would: its own repr, __len__).
+_PLAIN: frozenset[type] = frozenset({int, float, complex, bool, str, bytes, type(None)})
 _SIZED: tuple[type[Any], ...] = (list, tuple, dict, set, frozenset, str, bytes, bytearray, range)
 
 
 def _builtin_len(value: object) -> int | None:
     """The length of a built-in container; a subclass's own ``__len__`` could do anything, so not that."""
     for base in _SIZED:
-        if isinstance(value, base) and type(value).__len__ is base.__len__:
-            return len(value)
+        kind: Any = type(value)
+        if issubclass(kind, base) and kind.__len__ is base.__len__:
+            return base.__len__(value)  # type: ignore[no-any-return]
     return None
 
 
@@ -216,8 +220,8 @@ def _shape(value: object) -> tuple[int, ...] | None:
         shape = getattr(value, "shape", None)
     except Exception:
         return None
-    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
-        return shape
+    if issubclass(type(shape), tuple) and all(type(n) is int for n in tuple.__iter__(shape)):  # type: ignore[arg-type]
+        return tuple(tuple.__iter__(shape))  # type: ignore[arg-type]
     return None
 
 

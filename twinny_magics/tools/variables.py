@@ -107,6 +107,17 @@ def _is(value: object, kind: type | tuple[type, ...]) -> bool:
     return issubclass(type(value), kind)
 
 
+def is_code(value: object) -> bool:
+    """Whether ``value`` is a module, a class or a routine, by its real type: asks the value nothing
+    (``isinstance`` and ``inspect.isroutine`` ask its ``__class__``, its type's ``__get__``)."""
+    return issubclass(type(value), (types.ModuleType, type, *_ROUTINES))
+
+
+def type_name(value: object) -> str:
+    """The name of ``value``'s type (`_type_name`), read without asking the value or its metaclass."""
+    return _type_name(type(value))
+
+
 class _Stopped(BaseException):
     """Raised inside a worker that ran past its time (a BaseException: user code's ``except
     Exception`` cannot swallow it)."""
