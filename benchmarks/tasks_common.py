@@ -29,7 +29,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -416,6 +416,45 @@ class Edit:
 
 
 @dataclass(frozen=True)
+class Where:
+    """Where a task's answer stands in the workspace: the line of ``path`` holding ``text`` (the first;
+    every one with ``every``), through the first line after it holding ``until``. Lines are counted as
+    the tools show the file (a notebook as its cell view). Used to measure the ranking alone
+    (``benchmarks/bench_ranking.py``): are the answer-bearing lines in the evidence?"""
+
+    path: str
+    text: str
+    until: str | None = None
+    every: bool = False
+    #: ``text`` is a regular expression (searched in each line), not a piece of the line.
+    regex: bool = False
+
+    def lines(self, shown: Sequence[str]) -> tuple[int, ...]:
+        """The answer-bearing line numbers (1-based) in ``shown``, the file's lines as the tools show it."""
+        if self.regex:
+            found = [n for n, line in enumerate(shown, 1) if re.search(self.text, line)]
+        else:
+            found = [n for n, line in enumerate(shown, 1) if self.text in line]
+        if not found:
+            raise ValueError(f"no line of {self.path} holds {self.text!r}")
+        if self.every:
+            return tuple(found)
+        first = found[0]
+        if self.until is None:
+            return (first,)
+        last = next((n for n, line in enumerate(shown, 1) if n > first and self.until in line), first)
+        return tuple(range(first, last + 1))
+
+
+def located(tasks: Sequence[Task], table: dict[str, Sequence[Where]]) -> list[Task]:
+    """``tasks`` with their answer locations from ``table`` (by task name); a name not a task's is refused."""
+    unknown = set(table) - {t.name for t in tasks}
+    if unknown:
+        raise ValueError(f"answer locations for tasks that do not exist: {sorted(unknown)}")
+    return [replace(t, where=tuple(table[t.name])) if t.name in table else t for t in tasks]
+
+
+@dataclass(frozen=True)
 class Task:
     """A question about the workspace, its kind and its check, with answers to test the check on.
 
@@ -435,6 +474,9 @@ class Task:
     #: The other changes of a multi-step edit (``edit`` is the first).
     more_edits: tuple[Edit, ...] = ()
     quick: bool = False
+    #: Where the answer stands (the lines an answer rests on), for measuring the ranking alone; an edit's
+    #: are the lines it changes.
+    where: tuple[Where, ...] = ()
 
     def as_question(self) -> Question:
         """The task as an experiment question."""
@@ -546,6 +588,7 @@ def line_task(
         right=(f"Line {n}.", f"{what} starts at line {n} of {rel}", f"{rel}:{n}"),
         wrong=(f"Line {n - 1}.", f"line {n + 1}", f"It is on line {other}."),
         quick=quick,
+        where=(Where(rel, start),),
     )
 
 
@@ -601,6 +644,7 @@ def edit_task(
         more_edits=tuple(rest),
         wrong_edits=tuple(tuple(w) for w in wrong_edits),
         quick=quick,
+        where=tuple(Where(c.path, c.old.strip().splitlines()[0]) for c, _ in changes if c.old.strip()),
     )
 
 

@@ -20,10 +20,12 @@ from tasks_common import (
     Sdist,
     Source,
     Task,
+    Where,
     check_unique,
     count_task,
     edit_task,
     line_task,
+    located,
     name_term,
     number_term,
     regex_term,
@@ -400,4 +402,36 @@ def build_tasks(root: Path) -> list[Task]:
         )
     )
     check_unique(tasks)
-    return tasks
+    return located(tasks, WHERE)
+
+
+_CLS = "mapclassify/classifiers.py"
+_NB1, _NB2 = "notebooks/01_maximum_breaks.ipynb", "notebooks/02_legends.ipynb"
+#: Where each answer stands (the lines it rests on, notebooks as their cell view), by task; line and edit
+#: tasks carry their own.
+WHERE: dict[str, list[Where]] = {
+    "locate-Pooled": [Where("mapclassify/pooling.py", "class Pooled")],
+    "locate-load_example": [Where(_CLS, "def load_example(")],
+    "value-default-K": [Where(_CLS, "K = 5")],
+    "value-boxplot-hinge": [Where(_CLS, "def __init__(self, y, hinge=1.5)")],
+    "count-CLASSIFIERS": [Where(_CLS, "CLASSIFIERS = (", until=")")],
+    "cross-tests-greedy": [Where("mapclassify/tests/test_greedy.py", "from ..greedy import greedy")],
+    "grep-numba-warning": [Where(_CLS, "Numba not installed", until="UserWarning")],
+    "big-maxp-initial": [Where(_CLS, "initial=1000")],
+    "nb-maxbreaks-first-class": [Where(_NB1, "# out: array([52,")],
+    "nb-example-max": [Where(_NB1, "# out: 4111.45")],
+    "nb-legend-integer-format": [Where(_NB2, 'get_legend_classes(fmt="{:.0f}")')],
+    "nb-pooled-global-counts": [Where("notebooks/04_pooled.ipynb", "# out: array([15, 15, 15, 15])")],
+    "hop-notebook-classify": [
+        Where("notebooks/06_api.ipynb", "mapclassify.classify(y"),
+        Where("mapclassify/_classify_API.py", "def classify("),
+    ],
+    "hop-legend-method-class": [
+        Where(_NB2, "get_legend_classes"),
+        Where(_CLS, "def get_legend_classes("),
+        Where(_CLS, "class MapClassifier:"),
+    ],
+    "exact-fisherjenks-message": [Where(_CLS, "Fewer unique values")],
+    "fcount-legends-code-cells": [Where(_NB2, "[code]", every=True)],
+    "fcount-mapclassifier-subclasses": [Where(_CLS, "(MapClassifier):", every=True)],
+}

@@ -18,10 +18,12 @@ from tasks_common import (
     Sdist,
     Source,
     Task,
+    Where,
     check_unique,
     count_task,
     edit_task,
     line_task,
+    located,
     name_term,
     regex_term,
     text_term,
@@ -329,4 +331,34 @@ def build_tasks(root: Path) -> list[Task]:
         )
     )
     check_unique(tasks)
-    return tasks
+    return located(tasks, WHERE)
+
+
+_MANAGER, _WARNINGS = "src/pluggy/_manager.py", "src/pluggy/_warnings.py"
+#: Where each answer stands (the lines it rests on), by task; line and edit tasks carry their own.
+WHERE: dict[str, list[Where]] = {
+    "locate-PluginValidationError": [Where(_MANAGER, "class PluginValidationError")],
+    "locate-HookCallError": [Where("src/pluggy/_result.py", "class HookCallError")],
+    "value-python-requires": [Where("setup.cfg", "python_requires = >=3.8")],
+    "value-toy-project": [Where("docs/examples/toy-example.py", 'HookspecMarker("myproject")')],
+    "count-all": [Where("src/pluggy/__init__.py", "__all__ = [", until="]")],
+    "cross-tests-warnings": [Where("testing/test_warnings.py", "PluggyTeardownRaisedWarning")],
+    "grep-unblock-version": [
+        Where("CHANGELOG.rst", "pluggy 1.4.0 ("),
+        Where("CHANGELOG.rst", "PluginManager.unblock"),
+    ],
+    "big-historic-firstresult": [Where("src/pluggy/_hooks.py", "cannot have a historic firstresult hook")],
+    "hop-inner-hookexec": [
+        Where(_MANAGER, "self._inner_hookexec = _multicall"),
+        Where("src/pluggy/_callers.py", "def _multicall("),
+    ],
+    "hop-warning-base": [
+        Where(_WARNINGS, "class PluggyTeardownRaisedWarning(PluggyWarning)"),
+        Where(_WARNINGS, "class PluggyWarning(UserWarning)"),
+    ],
+    "exact-already-registered": [Where(_MANAGER, "Plugin name already registered")],
+    "fcount-pluginmanager-tests": [
+        Where("testing/test_pluginmanager.py", r"^def test_", every=True, regex=True)
+    ],
+    "fcount-changelog-releases": [Where("CHANGELOG.rst", r"^pluggy \d+\.\d+", every=True, regex=True)],
+}

@@ -38,12 +38,14 @@ from tasks_common import (
     SourceMissing,
     Task,
     Term,
+    Where,
     apply_edits,
     cache_dir,
     check_unique,
     edit_pattern,
     edited,
     line_task,
+    located,
     name_term,
     no_answer_prefix,
     number_term,
@@ -653,6 +655,7 @@ def build_tasks(root: Path) -> list[Task]:
             edit=change,
             wrong_edits=tuple(tuple(w) for w in wrong_edits),
             quick=quick,
+            where=(Where(change.path, change.old.strip().splitlines()[0]),),
         )
 
     add(
@@ -755,7 +758,46 @@ def build_tasks(root: Path) -> list[Task]:
         )
     )
     check_unique(tasks, KINDS)
-    return tasks
+    return located(tasks, _where(itertoolz, functoolz, dicttoolz, parallel))
+
+
+def _where(itertoolz: str, functoolz: str, dicttoolz: str, parallel: str) -> dict[str, list[Where]]:
+    """Where each answer stands (the lines it rests on), by task; line and edit tasks carry their own."""
+    test_recipes = "toolz/tests/test_recipes.py"
+    return {
+        "locate-countby": [Where("toolz/recipes.py", "def countby(")],
+        "locate-EqualityHashKey": [Where("toolz/sandbox/core.py", "class EqualityHashKey")],
+        "locate-fold": [Where(parallel, "def fold(")],
+        "locate-TlzLoader": [Where("tlz/_build_tlz.py", "class TlzLoader")],
+        "locate-excepts": [Where(functoolz, "class excepts")],
+        "value-fold-chunksize": [Where(parallel, "chunksize=128")],
+        "value-no_pad": [Where(itertoolz, "no_pad = '__no__pad__'")],
+        "value-valmap-factory": [Where(dicttoolz, "def valmap(func, d, factory=dict):")],
+        "value-python-requires": [Where("setup.py", 'python_requires=">=3.8"')],
+        "value-revision": [Where("toolz/_version.py", '"full-revisionid"')],
+        "count-recipes-tests": [Where(test_recipes, r"^def test_", every=True, regex=True)],
+        "count-itertoolz-all": [Where(itertoolz, "__all__ = (", until=")")],
+        "count-curried-tests": [Where("toolz/tests/test_curried.py", r"^def test_", every=True, regex=True)],
+        "cross-tests-countby": [Where(test_recipes, "def test_countby")],
+        "cross-no_default-importers": [
+            Where(itertoolz, "import no_default"),
+            Where(functoolz, "import no_default"),
+            Where(parallel, "import no_default"),
+        ],
+        "cross-parallel-imports": [Where(parallel, "from toolz.itertoolz import partition_all")],
+        "cross-recipes-imports": [Where("toolz/recipes.py", "from .itertoolz import")],
+        "grep-get_in-except": [Where(dicttoolz, "except (KeyError, IndexError, TypeError)")],
+        "grep-memoize-message": [Where(functoolz, "Arguments to memoized function must be hashable")],
+        "grep-curry-callable": [Where(functoolz, "Input must be callable")],
+        "grep-compat-warning": [Where("toolz/compatibility.py", "DeprecationWarning")],
+        "nb-threshold": [Where(NOTEBOOK, "LARGE_ORDER = 250")],
+        "nb-east-total": [Where(NOTEBOOK, "'east': 670")],
+        "nb-large-ids": [Where(NOTEBOOK, "# out: [102, 104, 106]")],
+        "big-topk": [Where(itertoolz, "return tuple(heapq.nlargest(")],
+        "big-random-seed": [Where(itertoolz, "random_state=2016")],
+        "big-issue": [Where(itertoolz, "issues/387")],
+        "big-excepts-handler": [Where(functoolz, "def __init__(self, exc, func, handler=return_none)")],
+    }
 
 
 def select(tasks: Sequence[Task], wanted: str | None, *, quick: bool = False) -> list[Task]:
