@@ -54,7 +54,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "cells",
     ),
     ("engine/",),
-    ("servers/", "tools/", "models/", "search_index", "cell_log"),
+    ("servers/", "tools/", "models/", "cell_log"),
     ("settings", "loop"),
     ("sessions/",),
     ("display/",),
