@@ -31,9 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from twinny_magics import search_index
 from twinny_magics.retrieval import query_terms
-from twinny_magics.tools import ToolLimits, files
+from twinny_magics.tools import ToolLimits, files, search_index
 from twinny_magics.tools.paths import Confinement
 
 RESULTS = Path(__file__).with_name("results_index.json")

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from twinny_magics import search_index
 from twinny_magics.conversation import ToolCall, inert
 from twinny_magics.redact import MASK
-from twinny_magics.search_index import INDEX_DIR_VARIABLE, INDEX_VERSION, SearchIndex, index_folder
-from twinny_magics.tools import ToolLimits, ToolOutput, Workspace
+from twinny_magics.tools import ToolLimits, ToolOutput, Workspace, search_index
 from twinny_magics.tools.notebook import notebook_lines
 from twinny_magics.tools.paths import Confinement
+from twinny_magics.tools.search_index import INDEX_DIR_VARIABLE, INDEX_VERSION, SearchIndex, index_folder
 
 MERGING = '''\
 """Merging dictionaries."""
@@ -132,7 +131,7 @@ VISIBLE = {
 }
 
 
-@pytest.mark.parametrize("module", ["twinny_magics.search_index"])
+@pytest.mark.parametrize("module", ["twinny_magics.tools.search_index"])
 def test_the_index_module_can_be_imported_first(module: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60, check=False

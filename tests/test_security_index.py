@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from twinny_magics.conversation import ToolCall
-from twinny_magics.search_index import INDEX_DIR_VARIABLE, SearchIndex
 from twinny_magics.tools import Workspace
 from twinny_magics.tools.paths import Confinement
+from twinny_magics.tools.search_index import INDEX_DIR_VARIABLE, SearchIndex
 
 SOURCE = '''\
 """Merging dictionaries."""

@@ -1,6 +1,6 @@
 """Words, chunks and their text: the pure half of the workspace map, the ranked search and the evidence.
 
-Pure: no I/O. `search_index` walks the workspace and keeps the index; this module decides what a
+Pure: no I/O. `tools.search_index` walks the workspace and keeps the index; this module decides what a
 question's words are, where a file is cut into chunks, how files rank for a question, and how the map,
 the search results and the evidence are written within a character budget.
 

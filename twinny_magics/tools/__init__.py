@@ -10,6 +10,7 @@ one), `ToolOutput`, `ToolLimits` and `PendingEdit`. The modules, one concept eac
 - ``variables`` one kernel variable up close (inspect_variable), user code only under a time bound
 - ``edits``     edit_file, create_file, pending review, atomic writes
 - ``commands``  run_command as a process group that is always stopped
+- ``search_index`` the ranked search's index of the workspace (SQLite FTS5), kept out of it
 - ``registry``  the definitions the model sees and the checking of its arguments
 - ``workspace`` the `Workspace` that puts them together
 """

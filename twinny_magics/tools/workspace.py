@@ -31,6 +31,7 @@ from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
 from twinny_magics.tools.registry import COMMANDS_OFF, TOOLS, Approval, Tool, bind, refusal
+from twinny_magics.tools.search_index import SearchIndex
 
 #: Chunks a search call answers, and the characters they may fill (the loop cuts to its budget too).
 SEARCH_CHUNKS = 4
@@ -44,7 +45,6 @@ ROOMY_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.roomy)
 ROOMY_WINDOW = 4096
 
 if TYPE_CHECKING:
-    from twinny_magics.search_index import SearchIndex
     from twinny_magics.tools.kernel import CellsMode, Kernel, KernelMode
 
 EditsMode = Literal["review", "apply"]
@@ -299,9 +299,6 @@ class Workspace:
     def index(self) -> SearchIndex:
         """The workspace's search index (opened on first use; see `search_index`)."""
         if self._index is None:
-            # Imported here: the index module uses the tools' walk, and this package imports this module.
-            from twinny_magics.search_index import SearchIndex  # noqa: PLC0415
-
             self._index = SearchIndex(self._conf, self.limits)
         return self._index
 

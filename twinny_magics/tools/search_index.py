@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import WorkspaceError
-from .outline import Definition, outline
-from .retrieval import (
+from twinny_magics.errors import WorkspaceError
+from twinny_magics.outline import Definition, outline
+from twinny_magics.retrieval import (
     CHUNK_LINES,
     Chunk,
     FileInfo,
@@ -49,9 +49,9 @@ from .retrieval import (
     path_words,
     query_terms,
 )
-from .tools.base import ToolLimits
-from .tools.files import TextLines, is_binary
-from .tools.paths import Confinement, Entry, Target
+from twinny_magics.tools.base import ToolLimits
+from twinny_magics.tools.files import TextLines, is_binary
+from twinny_magics.tools.paths import Confinement, Entry, Target
 
 INDEX_VERSION = "2"
 #: Where the indexes live, one file per workspace (named by a digest of its path), unless
