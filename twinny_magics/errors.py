@@ -14,6 +14,13 @@
     │   ├── StreamCut                the stream ended before the reply finished
     │   └── MalformedStream          a line of the stream could not be read
     ├── EmbeddedServerUnavailable    the embedded llama.cpp server cannot start (names the install step)
+    ├── ModelPullError               a model could not be named, fetched or checked (``models``)
+    │   ├── UnknownModel             a name not in the catalog (``nearest`` holds the closest names)
+    │   ├── NotPulled                a catalog model that is not on disk yet (names the pull command)
+    │   ├── HubUnreachable           the hub cannot be reached (names the offline fallback)
+    │   ├── NotEnoughDisk            the file would not fit (refused before downloading)
+    │   └── HubRefused               a hub reply no hub sends (a path in a hash, a size past the check,
+    │                                a body that is not the file it names); nothing of it is kept
     ├── WorkspaceError               a tool was asked for something outside the workspace rules
     └── ModelFeedback                something the *model* did wrong; ``feedback`` is what it will read
         ├── CallFormatError          a tool call that could not be read (feedback has an example)
@@ -101,6 +108,34 @@ class MalformedStream(ServerError):
 
 class EmbeddedServerUnavailable(TwinnyError):
     """The embedded llama.cpp server cannot be started; the message names what to install."""
+
+
+class ModelPullError(TwinnyError):
+    """A model could not be named, downloaded or checked; the message is one line a person can act on."""
+
+
+class UnknownModel(ModelPullError):
+    """The name is not in the catalog; ``nearest`` holds the closest catalog names (maybe none)."""
+
+    def __init__(self, message: str, *, nearest: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.nearest = nearest
+
+
+class NotPulled(ModelPullError):
+    """A catalog model that is not on disk yet."""
+
+
+class HubUnreachable(ModelPullError):
+    """The hub did not answer; the message names what works offline."""
+
+
+class NotEnoughDisk(ModelPullError):
+    """The disk has less room than the file needs."""
+
+
+class HubRefused(ModelPullError):
+    """The hub sent something a hub does not (or a file whose checksum is not the one it named)."""
 
 
 class WorkspaceError(TwinnyError):
