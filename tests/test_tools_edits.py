@@ -11,6 +11,7 @@ import pytest
 
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.redact import MASK
 from twinny_magics.tools import PendingEdit, ToolOutput, Workspace
 
 APP = "def main():\n    x = 1\n    return x\n\n\ndef other():\n    return 2\n"
@@ -283,3 +284,52 @@ async def test_an_edit_repeated_after_it_worked_is_told_the_change_is_made(tmp_p
     assert again.is_error
     assert "but replace is (line 1): this change looks made already" in again.text
     assert (tmp_path / "p.py").read_text() == "def fold(binop, seq, chunksize=256):\n    pass\n"
+
+
+# --- files that hold hidden values (see test_security_edit_oracle.py for the guesses) ---------------
+
+ASSIGNED = "a8Fq3ZpL0x9Wv2Rt7Yb4Nc6Md1Ke5Hj"  # an ordinary-looking value, hidden for its name
+OPENAI = "sk-proj-" + "Qm7Xc2Lr9Tz4Wb8Nd1Kf6Hs3Jv5Pg0Ya2Ue7Ri4Oc9Lw1Bn"
+CONFIG = f'import os\n\nAPI_KEY = "{ASSIGNED}"  # from the vault\nOPENAI_KEY = "{OPENAI}"\nDEBUG = True\n'
+PEM_BODY = [f"{n:02}" + "Ab9/" * 15 + "Qz" for n in range(8)]
+PEM = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *PEM_BODY, "-----END RSA PRIVATE KEY-----"])
+
+
+async def test_edits_beside_and_on_the_line_of_a_hidden_value_keep_it(tmp_path: Path) -> None:
+    """find is matched against the file as shown (values masked); the change lands at the same place of
+    the real file, the hidden values kept as they are."""
+    (tmp_path / "config.py").write_text(CONFIG)
+    (tmp_path / "notes.txt").write_text(f"Deploy notes\n\n{PEM}\nafter_the_key = 1\nlast line\n")
+    ws = Workspace(tmp_path, edits="apply")
+    for find, replace in (
+        ("DEBUG = True", "DEBUG = False"),
+        ("API_KEY = ", "APP_KEY = "),  # the line's start, before its hidden value
+        ('"  # from the vault', '"  # from the new vault'),  # after it
+        ("DEBUG   =   False", "DEBUG = 0"),  # a loose match after two hidden lines
+    ):
+        out = await call(ws, "edit_file", path="config.py", find=find, replace=replace)
+        assert not out.is_error, out.text
+    expected = (
+        CONFIG.replace("DEBUG = True", "DEBUG = 0")
+        .replace("API_KEY = ", "APP_KEY = ")
+        .replace("# from the vault", "# from the new vault")
+    )
+    assert (tmp_path / "config.py").read_text() == expected
+    out = await call(ws, "edit_file", path="notes.txt", find="after_the_key = 1", replace="after_the_key = 2")
+    assert "+after_the_key = 2" in out.text
+    assert (tmp_path / "notes.txt").read_text() == f"Deploy notes\n\n{PEM}\nafter_the_key = 2\nlast line\n"
+
+
+async def test_a_find_that_holds_the_mask_or_a_hidden_line_is_refused_and_says_why(tmp_path: Path) -> None:
+    (tmp_path / "config.py").write_text(CONFIG)
+    (tmp_path / "notes.txt").write_text(f"Deploy notes\n\n{PEM}\nafter_the_key = 1\n")
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(ws, "edit_file", path="config.py", find=f'API_KEY = "{MASK}"', replace="API_KEY = None")
+    assert out.is_error
+    assert "hid from you" in out.text
+    # The key's hidden lines show empty: a find that reaches into them touches the hidden value.
+    out = await call(ws, "edit_file", path="notes.txt", find="\n\nafter_the_key", replace="\nafter_the_key")
+    assert out.is_error
+    assert "hid from you" in out.text
+    assert (tmp_path / "config.py").read_text() == CONFIG
+    assert (tmp_path / "notes.txt").read_text() == f"Deploy notes\n\n{PEM}\nafter_the_key = 1\n"

@@ -31,6 +31,7 @@ loses them or clashes with them; the model is told to show the user the new cell
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import errno
 import hashlib
@@ -45,8 +46,9 @@ from typing import TYPE_CHECKING, Literal
 
 from twinny_magics.contracts import Settles
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.redact import MASK
 from twinny_magics.tools.base import ToolLimits, cut_line
-from twinny_magics.tools.files import BINARY_SNIFF_BYTES, looks_binary, require
+from twinny_magics.tools.files import BINARY_SNIFF_BYTES, looks_binary, require, shown_text
 from twinny_magics.tools.paths import (
     Confinement,
     Target,
@@ -353,31 +355,103 @@ def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, rep
     if "\r\n" in content and "\r" not in find:
         # The model writes \n; a Windows-style file stores \r\n. Match it the way the file is written.
         find, replace = find.replace("\n", "\r\n"), replace.replace("\n", "\r\n")
-    count = content.count(find)
-    note = ""
-    if count == 1:
-        start = content.index(find)
-        new = content[:start] + replace + content[start + len(find) :]
-    elif count > 1:
-        lines = _line_numbers(content, [m.start() for m in re.finditer(re.escape(find), content)])
-        raise WorkspaceError(
-            f"find matches {count} times in {target.rel}; it must match exactly once. Add a neighbouring "
-            f"line to find so it is unique. The matches start at:\n{_show_lines(content, lines)}"
-        )
-    else:
-        spans = _loose_spans(content, find)
-        if len(spans) == 1:
-            start, end = spans[0]
-            new = content[:start] + _reindent(replace, find, content, start) + content[end:]
-            note = " (find matched only when ignoring differences in whitespace and indentation)"
-        elif spans or len(looser := _looser_spans(content, find)) != 1:
-            raise WorkspaceError(_not_found(target.rel, content, find, spans, replace))
-        else:
-            # Small models write 'x' for "x" and x = 1 for x=1: one match that differs only so is it.
-            start, end = looser[0]
-            new = content[:start] + _same_quotes(replace, find, content[start:end]) + content[end:]
-            note = " (find matched only when ignoring quote style and spaces around punctuation)"
+    # find is matched against the file as read_file shows it, secrets masked: matched against the real
+    # text, an edit whose find held a guess at a hidden value was made (or counted, or suggested) only
+    # when the guess was right. A match in text the tools show is then made at the same place of the
+    # real text; one that touches a hidden value is refused, whatever find holds.
+    seen = shown_text(content)
+    start, end, replacement, note = _match(target.rel, seen, find, replace)
+    if seen != content:
+        span = _in_file(_own_text(content, seen), start, end)
+        if span is None:
+            raise WorkspaceError(
+                f"find touches a value the tools hid from you in {target.rel} (shown as {MASK}), and "
+                "edit_file does not change hidden values. Change only the text around it, or ask the "
+                "user to change it."
+            )
+        start, end = span
+    new = content[:start] + replacement + content[end:]
     return Change(target, old, new.encode("utf-8"), unified_diff(target.rel, content, new), note)
+
+
+def _match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, str]:
+    """Where ``find`` matches ``text`` once (exactly, else loosely), what replaces it there and a note
+    on how loose the match was; else a `WorkspaceError` saying why, with the lines that come closest."""
+    count = text.count(find)
+    if count == 1:
+        start = text.index(find)
+        return start, start + len(find), replace, ""
+    if count > 1:
+        lines = _line_numbers(text, [m.start() for m in re.finditer(re.escape(find), text)])
+        raise WorkspaceError(
+            f"find matches {count} times in {rel}; it must match exactly once. Add a neighbouring "
+            f"line to find so it is unique. The matches start at:\n{_show_lines(text, lines)}"
+        )
+    spans = _loose_spans(text, find)
+    if len(spans) == 1:
+        start, end = spans[0]
+        note = " (find matched only when ignoring differences in whitespace and indentation)"
+        return start, end, _reindent(replace, find, text, start), note
+    if spans or len(looser := _looser_spans(text, find)) != 1:
+        raise WorkspaceError(_not_found(rel, text, find, spans, replace))
+    # Small models write 'x' for "x" and x = 1 for x=1: one match that differs only so is it.
+    start, end = looser[0]
+    note = " (find matched only when ignoring quote style and spaces around punctuation)"
+    return start, end, _same_quotes(replace, find, text[start:end]), note
+
+
+def _own_text(content: str, seen: str) -> list[tuple[int, int, int]]:
+    """The stretches of ``seen`` (the file as shown, secrets masked: as many lines as the file) that
+    are the file's own text: ``(start, end, shift)``, ``seen[start:end] == content[start + shift :
+    end + shift]``, in order.
+
+    Line by line: a line shown as it is; of a line that shows masks, the text before the first and
+    after the last (where the file's line has them); a line that differs otherwise, or an empty one
+    after a mask that ran to the end of its line (a private key's hidden lines), is hidden whole. The
+    line end after a mask that ends a line is hidden too: it may lie inside the value.
+    """
+    real_lines, shown_lines = content.split("\n"), seen.split("\n")
+    if len(real_lines) != len(shown_lines):
+        return []
+    runs: list[tuple[int, int, int]] = []
+
+    def own(start: int, end: int, shift: int) -> None:
+        if start >= end:
+            return
+        if runs and runs[-1][1] == start and runs[-1][2] == shift:
+            runs[-1] = (runs[-1][0], end, shift)
+        else:
+            runs.append((start, end, shift))
+
+    real = at = 0
+    hidden_on = False
+    last = len(real_lines) - 1
+    for number, (mine, shown) in enumerate(zip(real_lines, shown_lines, strict=True)):
+        line_end = 1 if number < last else 0
+        if MASK in shown:
+            head, tail = shown.split(MASK, 1)[0], shown.rsplit(MASK, 1)[1]
+            fits = len(head) + len(tail) <= len(mine) and mine.startswith(head) and mine.endswith(tail)
+            if fits:
+                own(at, at + len(head), real - at)
+                if tail:
+                    shift = real + len(mine) - (at + len(shown))
+                    own(at + len(shown) - len(tail), at + len(shown) + line_end, shift)
+            hidden_on = not (fits and tail)
+        elif not (shown == "" and hidden_on) and mine == shown:
+            own(at, at + len(shown) + line_end, real - at)
+            hidden_on = False
+        real += len(mine) + 1
+        at += len(shown) + 1
+    return runs
+
+
+def _in_file(runs: list[tuple[int, int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """Where ``seen[start:end]`` is in the file, when all of it is the file's own text (`_own_text`)."""
+    index = bisect.bisect_right([first for first, _, _ in runs], start) - 1
+    if index < 0 or end > runs[index][1]:
+        return None
+    shift = runs[index][2]
+    return start + shift, end + shift
 
 
 def create_change(conf: Confinement, path: str, content: str) -> Change:
