@@ -192,7 +192,7 @@ def test_the_secret_file_deny_list_is_set_by_config_and_a_change_makes_a_new_ses
     assert second is not first
     assert factory.made[1]["secret_files"] == ["*.sqlite"]
     reads = (ToolCall("read_file", {"path": ".env"}), ToolCall("read_file", {"path": "data.sqlite"}))
-    own = Agent(server=ScriptedServer([Scripted("", reads), "ok"]), secret_files=second.secret_files)
+    own = Agent(server=ScriptedServer([Scripted("", reads), "ok"]), secret_files=second.settings.secret_files)
     first_read, second_read = own.run("read both").steps[0].results
     assert "API=1" in first_read.output
     assert "withheld" in second_read.output
@@ -497,14 +497,14 @@ def test_kernel_and_cells_options_apply_to_their_cell_and_config_sets_the_defaul
     """``--kernel ask|allow|off`` and ``--cells review|insert``; the session gets the shell's kernel tools."""
     session = adopt(ip, ScriptedServer(["One.", "Two.", "Three."]), shell=ip)
     ask(ip, "Hello there, what ran?", "--kernel off --cells insert")
-    assert (session.kernel_mode, session.cells) == ("off", "insert")
+    assert (session.settings.kernel, session.settings.cells) == ("off", "insert")
     tools = session._tools
     assert tools is not None
     names = [d["function"]["name"] for d in tools.definitions()]
     assert "run_python" not in names
     assert {"cell_history", "propose_cell"} <= set(names)
     ask(ip, "Hello again, what ran?", "--kernel allow")
-    assert session.kernel_mode == "allow"
+    assert session.settings.kernel == "allow"
     assert "run_python" in [d["function"]["name"] for d in tools.definitions()]
     # A terminal shell: nobody can insert a cell.
     assert session.kernel is not None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from twinny_magics.experiment import cells as compare_cells
 from twinny_magics.magic import TwinnyMagics, parse_argstring
 from twinny_magics.options import OPTIONS, check
 from twinny_magics.servers.scripted import ScriptedServer
+from twinny_magics.settings import Settings, session_scoped
 
 #: A value each option refuses, and one it takes.
 BAD_AND_GOOD: dict[str, tuple[Any, Any]] = {
@@ -67,12 +68,14 @@ def test_every_flag_parses_to_its_option_and_the_help_names_every_option() -> No
 
 
 def test_agent_takes_the_tables_defaults() -> None:
-    signature = inspect.signature(Agent)
+    settings = {f.name: f for f in dataclasses.fields(Settings)}
     # The magic's unset workspace is the kernel's working directory, which is Agent's "." too.
-    taken = [o for o in OPTIONS if o.name in signature.parameters and o.name != "workspace"]
-    assert len(taken) >= 12
+    taken = [o for o in OPTIONS if o.name in settings and o.name != "workspace"]
+    assert len(taken) >= 15
     for o in taken:
-        assert signature.parameters[o.name].default == o.default, o.name
+        assert settings[o.name].default == o.default, o.name
+        assert settings[o.name].metadata["scope"] == o.scope, o.name
+    assert Agent(server=ScriptedServer([])).settings == Settings()
 
 
 @pytest.mark.parametrize("name", sorted(BAD_AND_GOOD))
@@ -84,12 +87,12 @@ def test_a_bad_value_is_refused_alike_everywhere(name: str, tmp_path: Path) -> N
     magics = TwinnyMagics()
     with pytest.raises((TraitError, ValueError)):
         setattr(magics, name, bad) if options.option(name).choices else check(name, bad)
-    agent_takes = name in inspect.signature(Agent).parameters
-    if agent_takes:
+    settings = {f.name for f in dataclasses.fields(Settings)}
+    if name in settings:
         with pytest.raises(ValueError, match=name):
             Agent(server=ScriptedServer([]), workspace=tmp_path, **{name: bad})
         Agent(server=ScriptedServer([]), workspace=tmp_path, **{name: good})
-    if name in inspect.signature(Agent.configure).parameters:
+    if name in settings - session_scoped():
         agent = Agent(server=ScriptedServer([]), workspace=tmp_path)
         with pytest.raises(ValueError, match=name):
             agent.configure(**{name: bad})

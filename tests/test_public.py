@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import twinny_magics
+import twinny_magics.settings
 
 
 @pytest.mark.parametrize("name", twinny_magics.__all__)
@@ -61,8 +62,11 @@ def test_probe_and_agent_take_the_spec_arguments() -> None:
     assert list(probe.parameters)[:3] == ["base_url", "model", "kind"]
     agent = inspect.signature(twinny_magics.Agent)
     assert list(agent.parameters)[:4] == ["base_url", "model", "kind", "workspace"]
-    for option in ("mode", "steps", "edits", "commands", "api_key"):
-        assert option in agent.parameters
+    assert agent.parameters["options"].kind is inspect.Parameter.VAR_KEYWORD
+    settings = {f.name: f.default for f in dataclasses.fields(twinny_magics.settings.Settings)}
+    for option, default in (("mode", "auto"), ("steps", 12), ("edits", "review"), ("commands", "ask")):
+        assert settings[option] == default
+    assert "api_key" in settings
     assert twinny_magics.probe_context_window("https://api.openai.com/v1", kind="openai") is None
 
 

@@ -97,19 +97,24 @@ def test_every_saved_setting_is_either_taken_or_guarded() -> None:
 def test_a_planted_file_widens_no_permission_and_changes_no_prompt(project: Path) -> None:
     path = plant(saved_session(project), settings=PLANTED)
     loaded = Agent.load(path, server=ScriptedServer([]), workspace=project)
-    assert (loaded.commands, loaded.edits, loaded.kernel_mode, loaded.cells) == (
+    assert (
+        loaded.settings.commands,
+        loaded.settings.edits,
+        loaded.settings.kernel,
+        loaded.settings.cells,
+    ) == (
         "ask",
         "review",
         "ask",
         "review",
     )
-    assert loaded.kernel_seconds == 60.0
-    assert loaded.secret_files is None  # the default deny list: .env stays hidden
+    assert loaded.settings.kernel_seconds == 60.0
+    assert loaded.settings.secret_files is None  # the default deny list: .env stays hidden
     assert loaded.settings.system_prompt == DEFAULT_SYSTEM_PROMPT
     assert loaded.settings.closing_prompt == FINAL_ANSWER_PROMPT
     assert loaded.settings.extra is None
-    assert loaded.tool_descriptions == {}
-    assert (loaded.requested_window, loaded.timeout) == (None, None)
+    assert loaded.settings.tool_descriptions == {}
+    assert (loaded.settings.window, loaded.settings.timeout) == (None, None)
     # The conversation and how its replies ran still come back.
     assert [r.question for r in loaded.replies] == ["What does a.py set?"]
     assert (loaded.settings.steps, loaded.settings.grammar) == (5, "off")
@@ -141,7 +146,7 @@ def test_a_planted_file_cannot_make_a_command_run_or_open_the_env_file(project: 
 def test_settings_true_takes_the_guarded_settings_and_lists_each(project: Path) -> None:
     path = plant(saved_session(project), settings={"commands": "allow", "system_prompt": "Be brief."})
     loaded = Agent.load(path, server=ScriptedServer([]), workspace=project, settings=True)
-    assert loaded.commands == "allow"
+    assert loaded.settings.commands == "allow"
     assert loaded.settings.system_prompt == "Be brief."
     assert loaded.restored is not None
     [notice] = loaded.restored.notices
@@ -205,7 +210,7 @@ def test_the_api_key_never_goes_to_a_saved_address(
     # The notebook names no server; the usual place (here OPENAI_BASE_URL) has the user's own.
     monkeypatch.setenv("OPENAI_BASE_URL", llama_server.base_url)
     loaded = Agent.load(path, api_key=KEY, workspace=project, steps=1, evidence=False)
-    assert loaded.base_url is None
+    assert loaded.settings.base_url is None
     assert loaded.restored is not None
     assert any(address in notice and "--server" in notice for notice in loaded.restored.notices)
     loaded.run("Say hi.")
@@ -323,7 +328,12 @@ def test_the_magic_load_keeps_the_notebooks_permissions_and_lists_the_files(
     with capture_output() as captured:
         ip.run_line_magic("agent", f"load {path}")
     session = ip.run_line_magic("agent", "")
-    assert (session.commands, session.kernel_mode, session.edits, session.cells) == (
+    assert (
+        session.settings.commands,
+        session.settings.kernel,
+        session.settings.edits,
+        session.settings.cells,
+    ) == (
         "ask",
         "ask",
         "review",
@@ -334,7 +344,7 @@ def test_the_magic_load_keeps_the_notebooks_permissions_and_lists_the_files(
     with capture_output() as captured:
         ip.run_line_magic("agent", f"load {path} --settings")
     session = ip.run_line_magic("agent", "")
-    assert (session.commands, session.kernel_mode) == ("allow", "allow")
+    assert (session.settings.commands, session.settings.kernel) == ("allow", "allow")
     assert "Taken from the session file" in captured.stdout
     with pytest.raises(UsageError, match="--settings"):
         ip.run_line_magic("agent", f"load {path} --sttings")

@@ -17,31 +17,28 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .budget import HEAD_START_SHARE, ContextPlan, TokenEstimator, plan_context
-from .contracts import EventSink, ModelServer, PendingChange, Toolset
+from .budget import MAX_RATIO, MIN_RATIO, ContextPlan, TokenEstimator, plan_context
+from .contracts import Addressed, EventSink, MaybeEmbedded, ModelServer, PendingChange, Toolset
 from .conversation import Message, assistant, user
 from .events import Notice, Reply, ReplyFinished
-from .loop import DEFAULT_SYSTEM_PROMPT, GrammarSetting, Loop, LoopSettings, ModeSetting
-from .notes import FINAL_ANSWER_PROMPT, NoteEntry, turn_notes
-from .options import DEFAULTS, check
-from .tools import Approve, CommandsMode, EditsMode, Workspace
-from .tools.denied import SecretFiles
+from .loop import Loop
+from .notes import NoteEntry, turn_notes
+from .settings import Settings, session_scoped
+from .settings import saved as saved_settings
+from .tools import Approve, Workspace
 from .tools.edits import settle as settle_change
-from .tools.kernel import MAIN, CellsMode, Kernel, KernelMode
-from .tools.registry import TOOLS
-from .usage import Price, Usage, check_price, session_usage
+from .tools.kernel import MAIN, Kernel
+from .usage import Price, Usage, session_usage
 
 if TYPE_CHECKING:
     import os
 
     from .servers.scripted import ReplayServer, ScriptedServer
-    from .sessions import Restored
+    from .sessions import Restored, SavedSession
 
 #: Earlier turns kept as plain question/answer pairs (their tool calls live on as notes).
 HISTORY_TURNS = 3
 HISTORY_ANSWER_CHARS = 1500
-#: Request fields ``extra`` may not set: the conversation, the tools offered and the streaming the loop reads.
-LOOP_FIELDS = frozenset({"messages", "tools", "stream"})
 #: How long an interrupted reply may take to wind down before ``run`` gives up waiting for it.
 STOP_GRACE_SECONDS = 2.0
 
@@ -114,17 +111,17 @@ class Agent:
     ``server`` may be any :class:`~twinny_magics.loop.ModelServer` (e.g. the scripted model); otherwise
     ``base_url``/``model``/``kind`` name one, or the usual places are looked at and the embedded llama.cpp
     server is the fallback. ``tools`` replaces the workspace tools (any :class:`~twinny_magics.loop.Toolset`).
-    ``tool_descriptions`` (``{"grep": "..."}``) replaces a workspace tool's description, word for word.
-    ``workspace_map`` and ``evidence`` give the model a head start in the first request of a reply (a map
-    of the workspace ranked for the question; the parts of files that best match its words), within
-    ``head_start_share`` of the window; ``search`` offers the ranked search as a tool. See docs/head-start.md.
-    ``secret_files`` replaces the deny list of files the tools never show (gitignore-style patterns; None:
-    the defaults in :mod:`twinny_magics.tools.denied`, ``[]``: none). ``shell`` (an IPython shell, which
-    the magic passes) gives the kernel tools: ``cell_history``, ``run_python`` (``kernel``: ask, allow or
-    off; ``kernel_seconds`` its time limit) and ``propose_cell`` (``cells``: review or insert).
-    ``save``, ``load`` and ``export`` keep a session past the kernel (:mod:`twinny_magics.sessions`).
-    ``price`` (``(input, output)`` or ``(input, output, cached input)``, money per million tokens; no
-    price is built in) turns the usage gauge (:attr:`usage`, the status line) into a cost.
+    ``approve`` is asked before a command or code runs; ``shell`` (an IPython shell, which the magic
+    passes) gives the kernel tools (``cell_history``, ``run_python``, ``propose_cell``) and ``namespace``
+    the variables they see (the shell's by default).
+
+    Every other keyword is a setting (:class:`~twinny_magics.settings.Settings`, which lists them with
+    their defaults and checks): ``mode``, ``steps``, ``edits``, ``commands``, ``kernel``, ``cells``,
+    ``grammar``, ``temperature``, the head start (``workspace_map``, ``evidence``, ``head_start_share``;
+    see docs/head-start.md), ``search``, the prompts, ``extra``, ``tool_descriptions``, ``secret_files``,
+    ``window``, ``timeout``, ``price``… They are kept as one frozen value, :attr:`settings`;
+    :meth:`configure` replaces it. ``save``, ``load`` and ``export`` keep a session past the kernel
+    (:mod:`twinny_magics.sessions`).
     """
 
     #: Where a session made by :meth:`load` came from, and what its loading had to say (else None).
@@ -137,105 +134,26 @@ class Agent:
         kind: str | None = None,
         workspace: str | Path = ".",
         *,
-        mode: ModeSetting = DEFAULTS["mode"],
-        steps: int = DEFAULTS["steps"],
-        edits: EditsMode = DEFAULTS["edits"],
-        commands: CommandsMode = DEFAULTS["commands"],
-        api_key: str | None = None,
-        window: int | None = None,
         server: ModelServer | None = None,
         tools: Toolset | None = None,
         approve: Approve | None = None,
         namespace: Mapping[str, Any] | None = None,
-        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
-        closing_prompt: str = FINAL_ANSWER_PROMPT,
-        temperature: float | None = None,
-        max_calls: int = 8,
-        max_unusable_steps: int = 3,
-        look_first: bool = False,
-        edit_first: bool = True,
-        workspace_map: bool = False,
-        evidence: bool = True,
-        search: bool = False,
-        head_start_share: float = HEAD_START_SHARE,
-        grammar: GrammarSetting = DEFAULTS["grammar"],
-        timeout: float | None = None,
-        extra: dict[str, Any] | None = None,
-        tool_descriptions: Mapping[str, str] | None = None,
-        secret_files: Sequence[str] | None = None,
         shell: Any = None,
-        kernel: KernelMode = DEFAULTS["kernel"],
-        cells: CellsMode = DEFAULTS["cells"],
-        kernel_seconds: float = DEFAULTS["kernel_seconds"],
-        price: Sequence[float] | None = None,
+        **options: Any,
     ) -> None:
-        if tool_descriptions and tools is not None:
+        if options.get("tool_descriptions") and tools is not None:
             raise ValueError(
                 "tool_descriptions describes the workspace tools; a toolset given as tools= has its own."
             )
-        unknown = sorted(set(tool_descriptions or {}) - set(TOOLS))
-        if unknown:
-            raise ValueError(f"No tool named {unknown[0]!r} to describe; the tools are: {', '.join(TOOLS)}.")
-        owned = sorted(set(extra or {}) & LOOP_FIELDS)
-        if owned:
-            # extra is merged over the request body: these would replace what the loop budgets and reads.
-            raise ValueError(f"extra cannot set {owned[0]!r}: every request's {owned[0]} is the loop's own.")
-        self.tool_descriptions = dict(tool_descriptions or {})
-        # Checked now (a single string would be read as one pattern per character), used by the workspace.
-        self.secret_files = SecretFiles(secret_files).patterns if secret_files is not None else None
-        if not 0 <= head_start_share <= 0.5:
-            raise ValueError(
-                f"head_start_share {head_start_share:g}: give a share of the window from 0 to 0.5."
-            )
-        for name, value in (
-            ("mode", mode),
-            ("steps", steps),
-            ("edits", edits),
-            ("commands", commands),
-            ("grammar", grammar),
-            ("temperature", temperature),
-            ("kernel", kernel),
-            ("cells", cells),
-            ("kernel_seconds", kernel_seconds),
-            ("window", window),
-            ("timeout", timeout),
-        ):
-            check(name, value)
-        self.search = search
-        self._price = check_price(price)
+        #: How the session runs: every option, checked, as one frozen value (:meth:`configure` replaces it).
+        self.settings = Settings(base_url=base_url, model=model, kind=kind, workspace=workspace, **options)
         self.shell = shell
-        self.kernel_mode: KernelMode = kernel
-        self.cells: CellsMode = cells
-        self.kernel_seconds = kernel_seconds
         #: The kernel tools' state (history, proposed cells); None outside a kernel.
-        self.kernel: Kernel | None = Kernel(shell, seconds=kernel_seconds) if shell is not None else None
-        self.base_url = base_url
-        self.model = model
-        self.kind = kind
-        self.workspace = Path(workspace)
-        self.edits = edits
-        self.commands = commands
-        self.api_key = api_key
-        self.requested_window = window
-        self.timeout = timeout
+        self.kernel: Kernel | None = (
+            Kernel(shell, seconds=self.settings.kernel_seconds) if shell is not None else None
+        )
         self.approve = approve
         self.namespace = namespace if namespace is not None or shell is None else shell.user_ns
-        self.settings = LoopSettings(
-            steps=steps,
-            max_calls=max_calls,
-            max_unusable_steps=max_unusable_steps,
-            look_first=look_first,
-            edit_first=edit_first,
-            workspace_map=workspace_map,
-            evidence=evidence,
-            head_start_share=head_start_share,
-            grammar=grammar,
-            system_prompt=system_prompt,
-            closing_prompt=closing_prompt,
-            temperature=temperature,
-            extra=extra,
-        )
-        self.requested_mode: ModeSetting = mode
         self.estimator = TokenEstimator()
         self.replies: list[Reply] = []
         self._recording = threading.Lock()
@@ -262,7 +180,12 @@ class Agent:
     @property
     def mode(self) -> str:
         """``native`` or ``text`` once a server is chosen; the requested setting before."""
-        return self._loop.mode if self._loop else self.requested_mode
+        return self._loop.mode if self._loop else self.settings.mode
+
+    @property
+    def workspace(self) -> Path:
+        """The folder the tools see."""
+        return Path(self.settings.workspace)
 
     @property
     def notes(self) -> str:
@@ -273,11 +196,11 @@ class Agent:
     @property
     def price(self) -> Price | None:
         """Money per million tokens, ``(input, output[, cached input])``; None: the gauge shows no cost."""
-        return self._price
+        return self.settings.price
 
     @price.setter
     def price(self, value: Sequence[float] | None) -> None:
-        self._price = check_price(value)
+        self.configure(price=value)
 
     @property
     def usage(self) -> Usage:
@@ -323,83 +246,86 @@ class Agent:
             chosen = [edits[number - 1] for number in numbers]
         return [settle_change(edit, apply=apply) for edit in chosen]
 
-    def configure(
-        self,
-        *,
-        mode: ModeSetting | None = None,
-        steps: int | None = None,
-        edits: EditsMode | None = None,
-        commands: CommandsMode | None = None,
-        grammar: GrammarSetting | None = None,
-        temperature: float | _Unset | None = _UNSET,
-        approve: Approve | _Unset | None = _UNSET,
-        workspace_map: bool | None = None,
-        evidence: bool | None = None,
-        head_start_share: float | None = None,
-        kernel: KernelMode | None = None,
-        cells: CellsMode | None = None,
-    ) -> None:
-        """Change how the next replies run; the session (server, notes, estimate) stays.
+    def configure(self, *, approve: Approve | _Unset | None = _UNSET, **changes: Any) -> None:
+        """Change how the next replies run (any setting but those that make a new session: the server,
+        the workspace, the window…); the session (server, notes, estimate) stays.
 
-        ``temperature=None`` means the server's default; leaving it out leaves it as it is.
+        The settings are replaced whole (``dataclasses.replace``, checked again); a setting left out stays
+        as it is (``temperature=None`` is the server's default). ``approve`` replaces the approval callback.
         """
-        given: dict[str, object] = {"mode": mode, "steps": steps, "edits": edits, "commands": commands}
-        given.update(grammar=grammar, kernel=kernel, cells=cells)
-        for name, value in given.items():
-            if value is not None:
-                check(name, value)
-        if not isinstance(temperature, _Unset):
-            check("temperature", temperature)
-            self.settings = replace(self.settings, temperature=temperature)
-        if steps is not None:
-            self.settings = replace(self.settings, steps=steps)
-        if head_start_share is not None and not 0 <= head_start_share <= 0.5:
-            raise ValueError(
-                f"head_start_share {head_start_share:g}: give a share of the window from 0 to 0.5."
-            )
-        if workspace_map is not None:
-            self.settings = replace(self.settings, workspace_map=workspace_map)
-        if evidence is not None:
-            self.settings = replace(self.settings, evidence=evidence)
-        if head_start_share is not None:
-            self.settings = replace(self.settings, head_start_share=head_start_share)
-        if grammar is not None:
-            self.settings = replace(self.settings, grammar=grammar)
-        if mode is not None:
-            self.requested_mode = mode
-        if edits is not None:
-            self.edits = edits
-        if commands is not None:
-            self.commands = commands
-        if kernel is not None:
-            self.kernel_mode = kernel
-        if cells is not None:
-            self.cells = cells
+        fixed = sorted(set(changes) & session_scoped())
+        if fixed:
+            raise TypeError(f"configure() cannot change {fixed[0]}: it makes a new session (a new Agent).")
+        self.settings = replace(self.settings, **changes)
         if not isinstance(approve, _Unset):
             self.approve = approve
         if self._loop is not None:
             self._loop.settings = self.settings
-            if mode is not None:
-                self._loop.set_mode(mode)  # the same setting again keeps what auto learned
+            if "mode" in changes:
+                self._loop.set_mode(self.settings.mode)  # the same setting again keeps what auto learned
+        if self.kernel is not None and "kernel_seconds" in changes:
+            self.kernel.seconds = self.settings.kernel_seconds
         if isinstance(self._tools, Workspace):
-            self._tools.edits = self.edits
-            self._tools.commands = self.commands
+            self._tools.edits = self.settings.edits
+            self._tools.commands = self.settings.commands
             self._tools.approve = self.approve
-            self._tools.kernel_mode = self.kernel_mode
-            self._tools.cells = self.cells
+            self._tools.kernel_mode = self.settings.kernel
+            self._tools.cells = self.settings.cells
 
     def reset(self) -> None:
         """Start over: forget the replies and notes (the server, tools and estimate stay)."""
         self.replies.clear()
         self.note_entries.clear()
 
-    # -- keeping a session ------------------------------------------------------------------------------
+    # -- keeping a session: the Agent writes and reads its own record (the schema is sessions/) ----------
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the session to ``path`` as one JSON document (atomically; never the API key)."""
-        from .sessions import files  # noqa: PLC0415 - only a save or load needs it
+    def record(self) -> SavedSession:
+        """The session as a save keeps it: its settings (never the server's address, the workspace or the
+        key: those are named by whoever loads it), what it learned, its notes and every reply."""
+        from .sessions import SavedServer, SavedSession  # noqa: PLC0415 - only a save or an export needs it
 
-        return files.save(self, path)
+        window, mode, plan = self._known()
+        server = self._server
+        embedded = (server.embedded if isinstance(server, MaybeEmbedded) else None) is not None
+        info = server.info if isinstance(server, Addressed) else None
+        found = info.base_url if info is not None else None
+        s = self.settings
+        return SavedSession(
+            saved_at="",
+            workspace=str(self.workspace),
+            workspace_from_file=None,
+            server=SavedServer(
+                kind=server.kind if server is not None else s.kind,
+                model=(server.model if server is not None else None) or s.model,
+                base_url=None if embedded else s.base_url or found,
+                window=window,
+                embedded=embedded,
+            ),
+            options=saved_settings(s),
+            mode=mode,
+            plan=plan,
+            ratio=self.estimator.ratio,
+            observations=list(self.estimator.history),
+            notes=list(self.note_entries),
+            replies=list(self.replies),
+        )
+
+    def _known(self) -> tuple[int | None, str, ContextPlan | None]:
+        """The window, mode and plan: the live ones, else (loaded, no reply yet) those it was saved with."""
+        restored = self.restored
+        if self.window is not None or restored is None or restored.window is None:
+            return self.window, self.mode, self.plan
+        share = self.settings.head_start_share
+        return restored.window, restored.mode, plan_context(restored.window, self.estimator.ratio, share)
+
+    def save(self, path: str | os.PathLike[str], *, follow_links: bool = True) -> Path:
+        """Write the session to ``path`` as one JSON document (atomically; never the API key).
+
+        ``follow_links=False`` (the autosave): the file's folder is not reached through a link.
+        """
+        from .sessions import files  # noqa: PLC0415
+
+        return files.save(self.record(), path, secret=self.settings.api_key, follow_links=follow_links)
 
     @classmethod
     def load(
@@ -408,6 +334,7 @@ class Agent:
         *,
         server: ModelServer | None = None,
         settings: bool = False,
+        factory: Callable[..., Agent] | None = None,
         **options: Any,
     ) -> Agent:
         """A session saved with :meth:`save`, resumed: its turns, notes, ratio and how its replies ran.
@@ -416,18 +343,54 @@ class Agent:
         new session — never the saved address), the workspace (``workspace``, else the current folder) and
         what replies may do and are told (``commands``, ``kernel``, ``edits``, ``cells``, ``secret_files``,
         the prompts, ``extra``, ``tool_descriptions``, ``window``…) are the caller's; ``settings=True``
-        takes the last group from the file. ``restored.notices`` says what the file held that differs (a
-        saved server, other permissions, another workspace, expired edits).
+        takes the last group from the file (:class:`~twinny_magics.settings.Settings` says which setting is
+        in which group). ``restored.notices`` says what the file held that differs (a saved server, other
+        permissions, another workspace, expired edits). ``factory`` makes the session (default: this class;
+        the magic passes its ``session_factory``).
         """
-        from .sessions import files  # noqa: PLC0415
+        from .sessions import Restored, SessionFileError, document, files  # noqa: PLC0415
 
-        return files.load(path, factory=cls, server=server, settings=settings, **options)
+        make = factory or cls
+        source = files.absolute(path)
+        given = options.pop("workspace", None)
+        workspace = files.absolute(given if given is not None else ".")
+        saved = files.read(source, workspace=workspace)
+        for name in ("base_url", "model", "kind"):
+            if options.get(name) is None:
+                options.pop(name, None)  # unset (a magic passes its defaults): not a choice of server
+        if server is not None:
+            options["server"] = server
+        mine = {**options, "workspace": workspace}
+        try:
+            own = make(**{**document.chosen_settings(saved, guarded=False), **mine})
+            agent = make(**{**document.chosen_settings(saved, guarded=True), **mine}) if settings else own
+        except ValueError as error:
+            raise SessionFileError(f"{source}: a saved setting cannot be used: {error}") from None
+        notices = files.load_notices(
+            saved,
+            source=source,
+            workspace=workspace,
+            base_url=agent.settings.base_url,
+            own=saved_settings(own.settings),
+            taken=settings,
+        )
+        notices += document.expire_waiting(saved)
+        agent.replies[:] = saved.replies
+        agent.note_entries[:] = saved.notes
+        agent.estimator.ratio = min(MAX_RATIO, max(MIN_RATIO, saved.ratio))
+        agent.estimator.history[:] = saved.observations
+        agent.restored = Restored(str(source), saved.saved_at, notices, saved.server.window, saved.mode)
+        return agent
 
     def export(self, path: str | os.PathLike[str]) -> Path:
         """Write a transcript of the session: Markdown for ``.md``, an inert HTML page for ``.html``."""
+        from .display import transcript  # noqa: PLC0415
         from .sessions import files  # noqa: PLC0415
 
-        return files.export(self, path)
+        target, html = files.transcript_target(path)
+        saved = files.snapshot(self.record(), secret=self.settings.api_key)
+        text = transcript.html_transcript(saved) if html else transcript.markdown_transcript(saved)
+        return files.write_transcript(target, text)
 
     @staticmethod
     def replay_server(path: str | os.PathLike[str], counted_by: Any = None) -> ScriptedServer | ReplayServer:
@@ -452,39 +415,29 @@ class Agent:
     def _build_loop(self) -> Loop:
         if self._loop is not None:
             return self._loop
+        s = self.settings
         if self._server is None:
             # Imported on first use: httpx and the adapters are not needed to load the extension.
             from .servers import connect  # noqa: PLC0415
 
             self._server = connect(
-                self.base_url,
-                model=self.model,
-                kind=self.kind,
-                api_key=self.api_key,
-                window=self.requested_window,
-                timeout=self.timeout,
+                s.base_url, model=s.model, kind=s.kind, api_key=s.api_key, window=s.window, timeout=s.timeout
             )
         if self._tools is None:
             self._tools = Workspace(
                 self.workspace,
-                edits=self.edits,
-                commands=self.commands,
+                edits=s.edits,
+                commands=s.commands,
                 approve=self.approve,
                 namespace=self.namespace,
-                descriptions=self.tool_descriptions,
-                secret_files=self.secret_files,
-                search=self.search,
+                descriptions=dict(s.tool_descriptions or {}),
+                secret_files=s.secret_files,
+                search=s.search,
                 kernel=self.kernel,
-                kernel_mode=self.kernel_mode,
-                cells=self.cells,
+                kernel_mode=s.kernel,
+                cells=s.cells,
             )
-        self._loop = Loop(
-            self._server,
-            self._tools,
-            estimator=self.estimator,
-            mode=self.requested_mode,
-            settings=self.settings,
-        )
+        self._loop = Loop(self._server, self._tools, estimator=self.estimator, mode=s.mode, settings=s)
         return self._loop
 
     def _history(self) -> list[Message]:

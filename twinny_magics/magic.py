@@ -32,13 +32,14 @@ from traitlets import Any as AnyTrait
 from traitlets import Bool, Enum, Float, Int, List, TraitType, Unicode
 
 from twinny_magics.display import reprs
-from twinny_magics.options import HEAD_START_PARTS, OPTIONS, Option, add_flag, check, scoped, with_flags
+from twinny_magics.options import OPTIONS, Option, add_flag, check, option, scoped, with_flags
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from twinny_magics.agent import Agent
     from twinny_magics.display import EditPanel, ReplyView
+    from twinny_magics.tools.kernel import Kernel
 
 #: The options that make a different session when they change.
 SESSION_OPTIONS = tuple(name for name in scoped("session") if name != "secret_files")
@@ -201,8 +202,8 @@ class TwinnyMagics(Magics):
         question = cell.strip()
         if not question:
             raise UsageError("Write the question in the cell, under the %%agent line.")
-        given = {name: getattr(args, name) for name in (*SESSION_OPTIONS, *TURN_OPTIONS)}
-        given = {name: value for name, value in given.items() if value is not None}
+        parsed = vars(args)
+        given = {name: parsed[name] for name in (*SESSION_OPTIONS, *TURN_OPTIONS) if parsed[name] is not None}
         try:
             for name, value in given.items():
                 check(name, value)
@@ -222,7 +223,7 @@ class TwinnyMagics(Magics):
         )
         self._view = view
         self._offer_resume(session)
-        kernel = getattr(session, "kernel", None)
+        kernel = session.kernel
         if kernel is not None:
             # A cell proposed in this reply can be inserted only where a live notebook takes the payload.
             kernel.can_insert = self._someone_watches()
@@ -244,7 +245,7 @@ class TwinnyMagics(Magics):
             if self.autosave if args.autosave is None else args.autosave == "on":
                 self._autosave(session)
 
-    def _insert_cells(self, kernel: Any) -> None:
+    def _insert_cells(self, kernel: Kernel | None) -> None:
         """The cells chosen in this reply, put below the question as one new cell (not run).
 
         IPython's next-input payload, which ``%load`` uses: the frontend puts the text in a new cell below
@@ -290,7 +291,9 @@ class TwinnyMagics(Magics):
         return self._session
 
     def _defaults(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in (*SESSION_OPTIONS, *TURN_OPTIONS)}
+        """The ``%config`` values of the options a cell's line may give."""
+        configured = self.trait_values()
+        return {name: configured[name] for name in (*SESSION_OPTIONS, *TURN_OPTIONS)}
 
     def _key(self, options: dict[str, Any]) -> tuple[Any, ...]:
         workspace = os.path.abspath(options.get("workspace") or os.getcwd())
@@ -321,28 +324,16 @@ class TwinnyMagics(Magics):
             factory = Agent
         self._session_key = key
         self._adopted = False
+        from twinny_magics.settings import from_options  # noqa: PLC0415
+
+        # Only when set: a session_factory written before this option need not know it.
+        secrets = {} if self.secret_files is None else {"secret_files": list(self.secret_files)}
+        settings = {**from_options(options), **secrets, "kernel_seconds": self.kernel_seconds}
         session: Agent = factory(
-            base_url=options["server"],
-            model=options["model"],
-            kind=options["kind"],
-            workspace=key[SESSION_OPTIONS.index("workspace")],
-            window=options["window"],
-            api_key=options["api_key"],
-            timeout=options["timeout"],
-            # Only when set: a session_factory written before this option need not know it.
-            **({} if self.secret_files is None else {"secret_files": list(self.secret_files)}),
-            mode=options["mode"],
-            steps=options["steps"],
-            edits=options["edits"],
-            commands=options["commands"],
-            grammar=options["grammar"],
-            temperature=options["temperature"],
+            **{**settings, "workspace": key[SESSION_OPTIONS.index("workspace")]},
             approve=self._approver() if self._manage_approvals else None,
             namespace=self.shell.user_ns if self.shell is not None else None,
             shell=self.shell,
-            kernel=options["kernel"],
-            cells=options["cells"],
-            kernel_seconds=self.kernel_seconds,
         )
         return session
 
@@ -373,25 +364,21 @@ class TwinnyMagics(Magics):
         return await view.approve(command, tool)
 
     def _tune(self, session: Agent, options: dict[str, Any]) -> None:
-        """Apply one cell's turn options (mode, steps, edits, commands, grammar, temperature, head start)."""
-        session.configure(
-            mode=options.get("mode"),
-            steps=options.get("steps"),
-            edits=options.get("edits"),
-            commands=options.get("commands"),
-            grammar=options.get("grammar"),
-            # Unset is a setting of its own (the server's default), so it is always passed.
-            temperature=options.get("temperature"),
-        )
-        if options.get("kernel") is not None or options.get("cells") is not None:
-            # Only when set: an adopted session may be any object with the Agent's face.
-            session.configure(kernel=options.get("kernel"), cells=options.get("cells"))
-        parts = HEAD_START_PARTS.get(str(options.get("head_start")))
-        if parts is not None:
-            session.configure(workspace_map=parts[0], evidence=parts[1])
-        kernel = getattr(session, "kernel", None)
-        if kernel is not None and self._baseline is None:
-            kernel.seconds = self.kernel_seconds  # %config applies from the next cell, like the options
+        """Apply one cell's turn options (mode, steps, edits, commands, grammar, temperature, head start…)."""
+        from twinny_magics.settings import from_options  # noqa: PLC0415
+
+        # Unset is a value of its own where None means something (the server's temperature): passed.
+        turn = {
+            name: value
+            for name, value in options.items()
+            if name in TURN_OPTIONS and (value is not None or option(name).nullable)
+        }
+        changes = from_options(turn)
+        if self._baseline is None:
+            changes["kernel_seconds"] = (
+                self.kernel_seconds
+            )  # %config applies from the next cell, like the options
+        session.configure(**changes)
 
     @staticmethod
     def _set_approve(session: Agent, approve: Callable[[str], Any] | None) -> None:
@@ -410,11 +397,9 @@ class TwinnyMagics(Magics):
 
         if self._adopted or not session.replies:
             return
-        from twinny_magics.sessions.files import save  # noqa: PLC0415
-
         try:
             # Never through a link: a .twinny_sessions that is a link may lead out of the workspace.
-            save(session, self._autosave_path(session), follow_links=False)
+            session.save(self._autosave_path(session), follow_links=False)
         except (TwinnyError, OSError) as error:
             self._notice(
                 "warning",
@@ -484,7 +469,7 @@ class TwinnyMagics(Magics):
             # Buttons only where someone can press them; a saved notebook keeps no widget anyway.
             with_buttons=self._someone_watches(),
             approval_subshell=buttons.kernel_subshell(kernel) if approvals else None,
-            price=getattr(session, "price", None),  # an adopted session may predate the gauge
+            price=session.price,
         )
 
     def _show(self, html: str, text: str) -> None:
@@ -553,10 +538,12 @@ class TwinnyMagics(Magics):
         if len(rest) != 1 or self.shell is None:
             raise UsageError("%agent use NAME: make the Agent in variable NAME the session of the cells.")
         session = self.shell.user_ns.get(rest[0])
-        if session is None or not all(hasattr(session, name) for name in ("run", "replies", "settings")):
+        from twinny_magics.agent import Agent  # noqa: PLC0415
+
+        if not isinstance(session, Agent):
             raise UsageError(f"{rest[0]} is not an Agent (from twinny_magics import Agent).")
         # A session made with its own approve callback keeps it; otherwise each cell decides (see _approver).
-        self._manage_approvals = getattr(session, "approve", None) is None
+        self._manage_approvals = session.approve is None
         self._session = session
         self._session_key = self._key(self._defaults())
         self._adopted = True
@@ -583,17 +570,12 @@ class TwinnyMagics(Magics):
         )
 
     def _load(self, rest: list[str]) -> None:
+        from twinny_magics.agent import Agent  # noqa: PLC0415
         from twinny_magics.errors import TwinnyError  # noqa: PLC0415
-        from twinny_magics.sessions.document import GUARDED  # noqa: PLC0415
-        from twinny_magics.sessions.files import load  # noqa: PLC0415
+        from twinny_magics.settings import from_options, loaded  # noqa: PLC0415
 
         path, named, settings = _load_arguments(rest)
         options = self._defaults()
-        factory = self.session_factory
-        if factory is None:
-            from twinny_magics.agent import Agent  # noqa: PLC0415
-
-            factory = Agent
         # A session file is data: the server is this notebook's (%config, or named on this line), and so
         # is everything that says what a reply may do (the approvals, the deny list, the code time limit,
         # the window). The file brings the conversation and how its replies ran; --settings takes the
@@ -602,13 +584,14 @@ class TwinnyMagics(Magics):
         server.update(named)
         own: dict[str, Any] = {"api_key": options["api_key"]} if options["api_key"] is not None else {}
         if not settings:
-            own.update({name: options[name] for name in GUARDED if options.get(name) is not None})
+            guarded = set(loaded("guarded"))
+            own.update({k: v for k, v in from_options(options).items() if k in guarded and v is not None})
             if self.secret_files is not None:
                 own["secret_files"] = list(self.secret_files)
         try:
-            session: Agent = load(
+            session = Agent.load(
                 path,
-                factory=factory,
+                factory=self.session_factory,
                 settings=settings,
                 **server,
                 **own,
@@ -673,16 +656,9 @@ def _load_arguments(rest: list[str]) -> tuple[str, dict[str, str], bool]:
 
 def _turn_settings(session: Agent) -> dict[str, Any]:
     """A session's own turn settings, which cells fall back to (an adopted or a loaded session)."""
-    return {
-        "mode": session.requested_mode,
-        "steps": session.settings.steps,
-        "edits": session.edits,
-        "commands": session.commands,
-        "grammar": session.settings.grammar,
-        "temperature": session.settings.temperature,
-        "kernel": getattr(session, "kernel_mode", None),
-        "cells": getattr(session, "cells", None),
-    }
+    from twinny_magics.settings import as_options  # noqa: PLC0415
+
+    return {name: value for name, value in as_options(session.settings).items() if name in TURN_OPTIONS}
 
 
 def load_ipython_extension(ip: InteractiveShell) -> None:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twinny_magics.budget import DEEP_TARGET_PERCENT
+from twinny_magics.contracts import Addressed, MaybeEmbedded, ModelServer, PendingChange
 from twinny_magics.inert import inert
-from twinny_magics.usage import usage_line
+from twinny_magics.usage import Price, Usage, usage_line
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from twinny_magics.agent import Agent
     from twinny_magics.budget import ContextPlan, TokenEstimator
     from twinny_magics.events import Reply
 
@@ -188,11 +189,17 @@ _PLAN_ROWS = (
 )
 
 
+def _plan_values(plan: ContextPlan) -> dict[str, int]:
+    values: dict[str, int] = asdict(plan)
+    return values
+
+
 def plan_html(plan: ContextPlan) -> str:
     """The plan as a table with its bar."""
+    values = _plan_values(plan)
     rows = "".join(
         f'<tr><td style="text-align:left"><code>{name}</code></td>'
-        f'<td style="text-align:right">{n(getattr(plan, name))}</td>'
+        f'<td style="text-align:right">{n(values[name])}</td>'
         f'<td style="text-align:left">{esc(why)}</td></tr>'
         for name, why in _PLAN_ROWS
     )
@@ -206,7 +213,8 @@ def plan_html(plan: ContextPlan) -> str:
 def plan_text(plan: ContextPlan) -> str:
     """The plan as aligned text."""
     lines = [f"Context plan for a {n(plan.window)}-token window"]
-    lines += [f"  {name:<13}{n(getattr(plan, name)):>8}  {why}" for name, why in _PLAN_ROWS]
+    values = _plan_values(plan)
+    lines += [f"  {name:<13}{n(values[name]):>8}  {why}" for name, why in _PLAN_ROWS]
     return "\n".join(lines)
 
 
@@ -314,19 +322,55 @@ def _short(text: str, limit: int) -> str:
 # -- the session ---------------------------------------------------------------------------------------
 
 
-def pending_edits(agent: Agent) -> list[Any]:
+class _Named(Protocol):
+    """Where a session's server was named: its settings' address and model (None: found, the server's)."""
+
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def model(self) -> str | None: ...
+
+
+class Session(Protocol):
+    """What ``%agent status`` reads of a session (an ``Agent`` is one)."""
+
+    @property
+    def settings(self) -> _Named: ...
+    @property
+    def server(self) -> ModelServer | None: ...
+    @property
+    def plan(self) -> ContextPlan | None: ...
+    @property
+    def workspace(self) -> Path: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def window(self) -> int | None: ...
+    @property
+    def estimator(self) -> TokenEstimator: ...
+    @property
+    def replies(self) -> Sequence[Reply]: ...
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def price(self) -> Price | None: ...
+    @property
+    def pending(self) -> Sequence[PendingChange]: ...
+
+
+def pending_edits(agent: Session) -> list[PendingChange]:
     """The edits of this session still waiting for review, oldest first (``agent.pending``)."""
     return list(agent.pending)
 
 
-def session_rows(agent: Agent) -> list[tuple[str, str]]:
+def session_rows(agent: Session) -> list[tuple[str, str]]:
     """What ``%agent status`` shows, as (label, value) pairs."""
     server = agent.server
     plan = agent.plan
-    edits = pending_edits(agent)
+    model = (server.model if server is not None else None) or agent.settings.model
     return [
         ("server", _server_line(agent)),
-        ("model", str((server.model if server is not None else None) or agent.model or "(the server's)")),
+        ("model", str(model or "(the server's)")),
         ("workspace", str(agent.workspace)),
         ("mode", str(agent.mode)),
         ("window", n(agent.window) if agent.window else "not asked yet"),
@@ -343,23 +387,24 @@ def session_rows(agent: Agent) -> list[tuple[str, str]]:
         ("usage", usage_line(agent.usage, agent.price)),
         (
             "pending edits",
-            "; ".join(f"{i}. {getattr(e, 'path', e)}" for i, e in enumerate(edits, 1)) or "none",
+            "; ".join(f"{i}. {e.path}" for i, e in enumerate(pending_edits(agent), 1)) or "none",
         ),
     ]
 
 
-def _server_line(agent: Agent) -> str:
+def _server_line(agent: Session) -> str:
     server = agent.server
+    named = agent.settings.base_url
     if server is None:
-        where = agent.base_url or "the usual places, then the embedded server"
+        where = named or "the usual places, then the embedded server"
         return f"not connected yet ({where})"
-    info = getattr(server, "info", None)
-    url = agent.base_url or getattr(info, "base_url", None)
-    embedded = " (embedded)" if getattr(server, "embedded", None) is not None else ""
+    info = server.info if isinstance(server, Addressed) else None
+    url = named or (info.base_url if info is not None else None)
+    embedded = " (embedded)" if isinstance(server, MaybeEmbedded) and server.embedded is not None else ""
     return f"{server.kind}{embedded}" + (f" at {url}" if url else "")
 
 
-def agent_html(agent: Agent) -> str:
+def agent_html(agent: Session) -> str:
     """The session as a small table."""
     rows = "".join(
         f'<tr><td style="text-align:left"><b>{esc(k)}</b></td><td style="text-align:left">{esc(v)}</td></tr>'
@@ -368,7 +413,7 @@ def agent_html(agent: Agent) -> str:
     return f'<div style="{FONT}"><b>Agent session</b><table>{rows}</table></div>'
 
 
-def agent_text(agent: Agent) -> str:
+def agent_text(agent: Session) -> str:
     """The session as aligned text."""
     return "Agent session\n" + "\n".join(f"  {k:<14}{v}" for k, v in session_rows(agent))
 

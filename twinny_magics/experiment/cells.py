@@ -116,7 +116,7 @@ def base_options(defaults: Mapping[str, Any], session: Agent | None) -> dict[str
         return {**options, "base_url": defaults.get("server"), "workspace": defaults.get("workspace")}
     settings = session.settings
     options = {
-        "mode": session.requested_mode,
+        "mode": settings.mode,
         "steps": settings.steps,
         "grammar": settings.grammar,
         "system_prompt": settings.system_prompt,
@@ -124,20 +124,20 @@ def base_options(defaults: Mapping[str, Any], session: Agent | None) -> dict[str
         "max_calls": settings.max_calls,
         "max_unusable_steps": settings.max_unusable_steps,
         "extra": settings.extra,
-        "commands": session.commands,
-        "tool_descriptions": session.tool_descriptions,
+        "commands": settings.commands,
+        "tool_descriptions": settings.tool_descriptions,
         "workspace": str(session.workspace),
     }
     if session.server is not None:
         options["server"] = session.server
     else:
         options.update(
-            base_url=session.base_url,
-            model=session.model,
-            kind=session.kind,
-            api_key=session.api_key,
-            window=session.requested_window,
-            timeout=session.timeout,
+            base_url=settings.base_url,
+            model=settings.model,
+            kind=settings.kind,
+            api_key=settings.api_key,
+            window=settings.window,
+            timeout=settings.timeout,
         )
     return options
 

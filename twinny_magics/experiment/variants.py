@@ -1,8 +1,8 @@
 """A variant: a name and the :class:`~twinny_magics.agent.Agent` options it changes.
 
-Options are checked against the Agent's real signature (names, and the values of those whose type says
-which are allowed) when the variant is made, so a typo is refused before anything runs, with the options
-there are. ``workspace`` is not an option here: every run gets its own copy.
+Options are checked against the Agent's real signature and settings (names, and the values of those
+whose type says which are allowed) when the variant is made, so a typo is refused before anything runs,
+with the options there are. ``workspace`` is not an option here: every run gets its own copy.
 
 :func:`parse_options` reads options written as Python keyword arguments, for the magic and the command
 line (``closing_prompt="Be brief.", steps=4, mode=text``).
@@ -11,6 +11,7 @@ line (``closing_prompt="Be brief.", steps=4, mode=text``).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -27,21 +28,28 @@ SERVER_OPTIONS = ("base_url", "model", "kind", "api_key", "window", "timeout", "
 
 @functools.cache
 def agent_options() -> dict[str, Any]:
-    """Every option a variant may set, with its type (from ``Agent.__init__``)."""
+    """Every option a variant may set, with its type (``Agent``'s own arguments and its settings)."""
     from twinny_magics.agent import Agent  # noqa: PLC0415 - the session loads on first use
+    from twinny_magics.settings import Settings  # noqa: PLC0415
 
-    hints = typing.get_type_hints(Agent.__init__)
-    names = [name for name in inspect.signature(Agent.__init__).parameters if name != "self"]
-    return {name: hints.get(name, Any) for name in names if name not in RESERVED}
+    hints = {**typing.get_type_hints(Settings), **typing.get_type_hints(Agent.__init__)}
+    names = [f.name for f in dataclasses.fields(Settings)] + [
+        name
+        for name, p in inspect.signature(Agent.__init__).parameters.items()
+        if name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    return {name: hints.get(name, Any) for name in dict.fromkeys(names) if name not in RESERVED}
 
 
 @functools.cache
 def agent_defaults() -> dict[str, Any]:
     """Each Agent option's default."""
     from twinny_magics.agent import Agent  # noqa: PLC0415
+    from twinny_magics.settings import Settings  # noqa: PLC0415
 
     parameters = inspect.signature(Agent.__init__).parameters
-    return {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}
+    own = {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty}
+    return {**{f.name: f.default for f in dataclasses.fields(Settings)}, **own}
 
 
 #: Options that say where the server is and how to reach it, not what runs there (the model is checked

@@ -18,13 +18,15 @@ Pure: no I/O. Reading and writing the file is :mod:`.files`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from twinny_magics.budget import MAX_RATIO, MIN_RATIO, ContextPlan, Observation, plan_context
+from twinny_magics.budget import ContextPlan, Observation
+from twinny_magics.engine.settings import ModeSetting
 from twinny_magics.notes import NoteEntry
-from twinny_magics.options import BY_NAME, check
+from twinny_magics.options import check
 from twinny_magics.redact import mask_value
 from twinny_magics.sessions.reading import Reader, SessionFileError
 from twinny_magics.sessions.replies import (
@@ -34,11 +36,11 @@ from twinny_magics.sessions.replies import (
     reply_from_json,
     reply_to_json,
 )
+from twinny_magics.settings import Settings, loaded
 from twinny_magics.usage import check_price
 from twinny_magics.version import __version__
 
 if TYPE_CHECKING:
-    from twinny_magics.agent import Agent
     from twinny_magics.contracts import ProposedChange
     from twinny_magics.events import Reply
 
@@ -47,9 +49,6 @@ FORMAT = "twinny_magics.session"
 VERSION = 1
 #: What a loaded edit that was still waiting for review becomes: it is never applied by a load.
 EXPIRED = "expired"
-
-_MODES = ("auto", "native", "text")
-_GRAMMARS = ("auto", "off", "lazy", "answer-or-call", "call-first")
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ class SavedSession:
     #: The workspace as seen from the session file's folder (``..`` for the default place).
     workspace_from_file: str | None
     server: SavedServer
-    #: Agent keyword arguments: how replies run (mode, steps, edits, prompts, head start…).
+    #: The saved settings (all but the server and the workspace: :func:`twinny_magics.settings.saved`).
     options: dict[str, Any]
     #: The mode the session had settled on (``native`` or ``text``), where the setting was ``auto``.
     mode: str
@@ -100,92 +99,24 @@ class Restored:
     mode: str = "auto"
 
 
-def agent_options(agent: Agent) -> dict[str, Any]:
-    """The Agent keyword arguments that say how its replies run (what a load passes back)."""
-    s = agent.settings
-    return {
-        "mode": agent.requested_mode,
-        "steps": s.steps,
-        "edits": agent.edits,
-        "commands": agent.commands,
-        "grammar": s.grammar,
-        "temperature": s.temperature,
-        "workspace_map": s.workspace_map,
-        "evidence": s.evidence,
-        "search": agent.search,
-        "head_start_share": s.head_start_share,
-        "max_calls": s.max_calls,
-        "max_unusable_steps": s.max_unusable_steps,
-        "look_first": s.look_first,
-        "edit_first": s.edit_first,
-        "system_prompt": s.system_prompt,
-        "closing_prompt": s.closing_prompt,
-        "extra": s.extra,
-        "kernel": agent.kernel_mode,
-        "cells": agent.cells,
-        "kernel_seconds": agent.kernel_seconds,
-        "timeout": agent.timeout,
-        "window": agent.requested_window,
-        "secret_files": agent.secret_files,
-        "tool_descriptions": dict(agent.tool_descriptions),
-        "price": list(agent.price) if agent.price is not None else None,
-    }
-
-
-def _known(agent: Agent) -> tuple[int | None, str, ContextPlan | None]:
-    """The window, mode and plan: the live ones, else (loaded, no reply yet) those it was saved with."""
-    restored = agent.restored
-    if agent.window is not None or restored is None or restored.window is None:
-        return agent.window, agent.mode, agent.plan
-    share = agent.settings.head_start_share
-    return restored.window, restored.mode, plan_context(restored.window, agent.estimator.ratio, share)
-
-
-def _server(agent: Agent) -> dict[str, Any]:
-    server = agent.server
-    # The adapters keep their address on ``info`` and the embedded server's handle on ``embedded``; a
-    # scripted or hand-made server has neither (reprs reads them the same way for %agent status).
-    embedded = getattr(server, "embedded", None) is not None
-    found = getattr(getattr(server, "info", None), "base_url", None)
-    base_url = None if embedded else agent.base_url or (found if isinstance(found, str) else None)
-    return asdict(
-        SavedServer(
-            kind=server.kind if server is not None else agent.kind,
-            model=(server.model if server is not None else None) or agent.model,
-            base_url=base_url,
-            window=_known(agent)[0],
-            embedded=embedded,
-        )
-    )
-
-
-def session_document(
-    agent: Agent, *, saved_at: str, workspace: str, workspace_from_file: str | None
-) -> dict[str, Any]:
-    """The session as JSON data, every text masked (the key and credential shapes); never the key.
-
-    ``workspace`` is the workspace's absolute path; ``workspace_from_file`` the same seen from the folder
-    the file goes to.
-    """
-    _, mode, plan = _known(agent)
+def session_document(saved: SavedSession, *, secret: str | None) -> dict[str, Any]:
+    """The session as JSON data, every text masked (``secret``, the session's key, and credential
+    shapes); the settings are those a save keeps (:func:`twinny_magics.settings.saved`): never the key."""
     document = {
         "format": FORMAT,
         "version": VERSION,
         "package_version": __version__,
-        "saved_at": saved_at,
-        "workspace": {"path": workspace, "from_file": workspace_from_file},
-        "server": _server(agent),
-        "settings": agent_options(agent),
-        "mode": mode,
-        "plan": asdict(plan) if plan is not None else None,
-        "estimator": {
-            "ratio": agent.estimator.ratio,
-            "history": [asdict(o) for o in agent.estimator.history],
-        },
-        "notes": [{"call": call_to_json(e.call), "output": e.output} for e in agent.note_entries],
-        "replies": [reply_to_json(reply) for reply in agent.replies],
+        "saved_at": saved.saved_at,
+        "workspace": {"path": saved.workspace, "from_file": saved.workspace_from_file},
+        "server": asdict(saved.server),
+        "settings": saved.options,
+        "mode": saved.mode,
+        "plan": asdict(saved.plan) if saved.plan is not None else None,
+        "estimator": {"ratio": saved.ratio, "history": [asdict(o) for o in saved.observations]},
+        "notes": [{"call": call_to_json(e.call), "output": e.output} for e in saved.notes],
+        "replies": [reply_to_json(reply) for reply in saved.replies],
     }
-    out: dict[str, Any] = masked(document, lambda text: mask_value(text, agent.api_key))
+    out: dict[str, Any] = masked(document, lambda text: mask_value(text, secret))
     return out
 
 
@@ -224,44 +155,12 @@ def check_format(data: Any) -> Reader:
 
 
 #: What a load takes from the file by itself: how the saved replies ran (mode, steps, the head start…).
-#: None of these can make a reply do more than the notebook allows, say other words to the model or send
-#: a request elsewhere.
-TAKEN = (
-    "mode",
-    "steps",
-    "grammar",
-    "temperature",
-    "workspace_map",
-    "evidence",
-    "search",
-    "head_start_share",
-    "max_calls",
-    "max_unusable_steps",
-    "look_first",
-    "edit_first",
-    "price",
-)
-#: What a load takes from the file only when asked (``Agent.load(..., settings=True)``, ``%agent load PATH
-#: --settings``), each one that differs listed before anything runs: what replies may do (the approvals,
-#: the deny list, the code time limit), what the model is told (the prompts, the tool descriptions), what
-#: every request carries (``extra`` is merged into the request body) and the window and time limit the
-#: requests are sized and waited for by. A session file that came with a cloned repository or a pull
-#: request is somebody else's text; these stay the notebook's. The server's address and the workspace
-#: are never taken from the file: they are named by whoever loads it.
-GUARDED = (
-    "commands",
-    "edits",
-    "kernel",
-    "cells",
-    "kernel_seconds",
-    "secret_files",
-    "system_prompt",
-    "closing_prompt",
-    "extra",
-    "tool_descriptions",
-    "window",
-    "timeout",
-)
+#: What a load takes only when asked (``Agent.load(..., settings=True)``, ``%agent load PATH --settings``):
+#: what replies may do, what the model is told, what every request carries and its window. Each setting
+#: says which it is where it is declared (:class:`twinny_magics.settings.Settings`); the server's address
+#: and the workspace are never taken from the file.
+TAKEN = loaded("taken")
+GUARDED = loaded("guarded")
 
 
 def chosen_settings(saved: SavedSession, *, guarded: bool) -> dict[str, Any]:
@@ -271,8 +170,8 @@ def chosen_settings(saved: SavedSession, *, guarded: bool) -> dict[str, Any]:
 
 
 def differences(saved: SavedSession, own: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """The guarded settings whose saved value differs from ``own`` (the session's, as `agent_options`
-    gives them): ``(name, saved, own)``, in :data:`GUARDED` order."""
+    """The guarded settings whose saved value differs from ``own`` (the session's, as
+    :func:`twinny_magics.settings.saved` gives them): ``(name, saved, own)``, in :data:`GUARDED` order."""
     return [
         (name, saved.options[name], own.get(name))
         for name in GUARDED
@@ -289,54 +188,66 @@ def _comparable(value: Any) -> Any:
     return value
 
 
+#: What a setting missing from a file written before it was saved reads as, where that is not its default.
+_SAVED_BEFORE = {"workspace_map": True, "search": True}
+
+
 def _options(r: Reader) -> dict[str, Any]:
+    """The saved settings, each read as its type says (one missing from an older file: its default), the
+    options and the price checked; what only a session can check (``extra``'s fields, the tools named)
+    is checked when a load takes it."""
     s = r.obj("settings")
-    secret_files = s.texts("secret_files") if s.data.get("secret_files") is not None else None
-    extra = s.raw_dict("extra") if s.data.get("extra") is not None else None
+    hints = get_type_hints(Settings)
+    options: dict[str, Any] = {}
+    for f in fields(Settings):
+        if f.metadata["load"] == "named":
+            continue  # never read from a file, even one that names them
+        if s.has(f.name):
+            options[f.name] = _setting(s, f.name, hints[f.name])
+        else:
+            options[f.name] = _SAVED_BEFORE.get(f.name, f.default)
+        option = f.metadata["option"]
+        if option is not None and f.name in options:
+            try:
+                check(option, options[f.name])
+            except ValueError as error:
+                raise SessionFileError(f"settings.{f.name}: {error}") from None
     try:
-        price = check_price(s.items("price") if s.data.get("price") is not None else None)
+        options["price"] = check_price(options["price"])
     except ValueError as error:
         raise SessionFileError(f"settings.price: {error}") from None
-    descriptions = s.raw_dict("tool_descriptions")
-    if not all(isinstance(v, str) for v in descriptions.values()):
-        raise SessionFileError("settings.tool_descriptions: expected text for each tool")
-    options = {
-        "mode": s.choice("mode", _MODES, "auto"),
-        "steps": s.whole("steps", 12),
-        "edits": s.choice("edits", ("review", "apply"), "review"),
-        "commands": s.choice("commands", ("ask", "allow", "off"), "ask"),
-        "grammar": s.choice("grammar", _GRAMMARS, "auto"),
-        "temperature": s.opt_real("temperature"),
-        "workspace_map": s.flag("workspace_map", True),
-        "evidence": s.flag("evidence", True),
-        "search": s.flag("search", True),
-        "head_start_share": s.real("head_start_share", 0.15),
-        "max_calls": s.whole("max_calls", 8),
-        "max_unusable_steps": s.whole("max_unusable_steps", 3),
-        "look_first": s.flag("look_first", False),
-        "edit_first": s.flag("edit_first", True),
-        **({"system_prompt": s.text("system_prompt")} if s.has("system_prompt") else {}),
-        **({"closing_prompt": s.text("closing_prompt")} if s.has("closing_prompt") else {}),
-        "extra": extra,
-        "kernel": s.choice("kernel", ("ask", "allow", "off"), "ask"),
-        "cells": s.choice("cells", ("review", "insert"), "review"),
-        "kernel_seconds": s.real("kernel_seconds", 60.0),
-        "timeout": s.opt_real("timeout"),
-        "window": s.opt_whole("window"),
-        "secret_files": secret_files,
-        "tool_descriptions": descriptions,
-        "price": price,
-    }
-    for name, value in options.items():
-        if name in BY_NAME:
-            try:
-                check(name, value)
-            except ValueError as error:
-                raise SessionFileError(f"settings.{name}: {error}") from None
     for name in ("max_calls", "max_unusable_steps"):
         if s.whole(name, 1) < 1:
             raise SessionFileError(f"settings.{name}: expected a whole number of at least 1")
     return options
+
+
+def _setting(s: Reader, name: str, hint: Any) -> Any:
+    """The setting ``name`` as its type ``hint`` says (a `SessionFileError` when it is not that)."""
+    shape = hint
+    if get_origin(hint) in (Union, UnionType):
+        if s.data.get(name) is None:
+            return None  # every union here is "something or None"
+        shape = next(a for a in get_args(hint) if a is not type(None))
+    origin = get_origin(shape)
+    if origin is Literal:
+        return s.choice(name, get_args(shape))
+    if shape is bool:
+        return s.flag(name)
+    if shape is int:
+        return s.whole(name)
+    if shape is float:
+        return s.real(name)
+    if shape is str:
+        return s.text(name)
+    if origin in (dict, Mapping):
+        value = s.raw_dict(name)
+        if get_args(shape)[1] is str and not all(isinstance(v, str) for v in value.values()):
+            raise SessionFileError(f"settings.{name}: expected text for each key")
+        return value
+    if get_args(shape)[:1] == (str,):
+        return s.texts(name)
+    return s.items(name)
 
 
 def session_from_json(data: Any) -> SavedSession:
@@ -360,7 +271,7 @@ def session_from_json(data: Any) -> SavedSession:
             embedded=server.flag("embedded", False),
         ),
         options=_options(r),
-        mode=r.choice("mode", _MODES, "auto"),
+        mode=r.choice("mode", get_args(ModeSetting), "auto"),
         plan=_plan(plan) if plan else None,
         ratio=estimator.real("ratio"),
         observations=[
@@ -384,11 +295,11 @@ def _plan(plan: Reader) -> ContextPlan:
     )
 
 
-def restore(agent: Agent, saved: SavedSession, restored: Restored) -> None:
-    """Give a fresh ``agent`` the saved turns, notes and learned ratio (its settings are its own).
+def expire_waiting(saved: SavedSession) -> list[str]:
+    """Mark the edits that were waiting for review ``expired`` (what a load says of them, if any).
 
-    An edit that was waiting for review comes back as data marked ``expired``: the file may have
-    changed since, so it is shown, never applied; the model can be asked for it again.
+    An edit that was waiting comes back as data: the file may have changed since, so it is shown, never
+    applied; the model can be asked for it again.
     """
     waiting = 0
     for reply in saved.replies:
@@ -398,13 +309,9 @@ def restore(agent: Agent, saved: SavedSession, restored: Restored) -> None:
             waiting += expired
             edits.append(replace(edit, status=EXPIRED) if isinstance(edit, SavedEdit) and expired else edit)
         reply.pending = edits
-    if waiting:
-        restored.notices.append(
-            f"{waiting} edit{'s' if waiting != 1 else ''} waited for review when the session was saved; "
-            "a load never applies an edit (the file may have changed since). Ask for it again."
-        )
-    agent.replies[:] = saved.replies
-    agent.note_entries[:] = saved.notes
-    agent.estimator.ratio = min(MAX_RATIO, max(MIN_RATIO, saved.ratio))
-    agent.estimator.history[:] = saved.observations
-    agent.restored = restored
+    if not waiting:
+        return []
+    return [
+        f"{waiting} edit{'s' if waiting != 1 else ''} waited for review when the session was saved; "
+        "a load never applies an edit (the file may have changed since). Ask for it again."
+    ]

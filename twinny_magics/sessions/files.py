@@ -11,6 +11,7 @@ A session file is data: a load brings back the conversation (turns, notes, the l
 replies ran) and nothing that widens what a reply may do, changes what the model is told or sends a
 request elsewhere — those are the notebook's (see ``document.TAKEN``/``GUARDED``). The autosave folder is
 written without following a link, so a ``.twinny_sessions`` planted as a link to elsewhere is refused.
+The session itself (`Agent`) is never imported: it hands its record in and builds itself from one.
 """
 
 from __future__ import annotations
@@ -22,25 +23,15 @@ import secrets
 import shlex
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from twinny_magics.sessions.document import (
-    Restored,
-    SavedSession,
-    agent_options,
-    chosen_settings,
-    differences,
-    restore,
-    session_document,
-    session_from_json,
-)
+from twinny_magics.sessions.document import SavedSession, differences, session_document, session_from_json
 from twinny_magics.sessions.reading import SessionFileError
 
 if TYPE_CHECKING:
-    from twinny_magics.agent import Agent
-    from twinny_magics.contracts import ModelServer
     from twinny_magics.servers.scripted import ReplayServer, ScriptedServer
 
 #: The folder ``%agent save`` writes to, next to the notebook; the workspace tools never show it.
@@ -66,7 +57,7 @@ def autosave_path(folder: str | os.PathLike[str]) -> Path:
     the time first keeps the folder's listing in the order the sessions began.
     """
     name = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.json"
-    return _absolute(folder) / FOLDER / name
+    return absolute(folder) / FOLDER / name
 
 
 def in_folder(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
@@ -100,7 +91,7 @@ def latest(folder: str | os.PathLike[str]) -> tuple[Path, str] | None:
     if not found:
         return None
     when, path = max(found)
-    return _absolute(path), time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+    return absolute(path), time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
 
 
 def write_atomic(path: Path, chunks: Iterable[str], *, follow_links: bool = True) -> None:
@@ -146,7 +137,8 @@ def write_atomic(path: Path, chunks: Iterable[str], *, follow_links: bool = True
         os.close(directory)
 
 
-def _absolute(path: str | os.PathLike[str]) -> Path:
+def absolute(path: str | os.PathLike[str]) -> Path:
+    """``path`` made absolute (``~`` expanded), links left as they are."""
     return Path(os.path.abspath(Path(path).expanduser()))
 
 
@@ -167,23 +159,26 @@ def json_lines(document: dict[str, Any]) -> Iterator[str]:
     yield "\n}\n"
 
 
-def save(agent: Agent, path: str | os.PathLike[str], *, follow_links: bool = True) -> Path:
-    """Write ``agent``'s session to ``path`` (see :mod:`.document`); the path written.
+def save(
+    saved: SavedSession, path: str | os.PathLike[str], *, secret: str | None, follow_links: bool = True
+) -> Path:
+    """Write the session ``saved`` to ``path`` (see :mod:`.document`; ``secret`` is masked); the path written.
 
-    ``follow_links=False`` (the autosave): the file's folder is not reached through a link.
+    The time and the workspace as seen from the file are filled in here. ``follow_links=False`` (the
+    autosave): the file's folder is not reached through a link.
     """
-    target = _absolute(path)
+    target = absolute(path)
     if target.is_dir():
         raise SessionFileError(f"{target} is a folder; give a file name, e.g. {target / 'session.json'}.")
-    workspace = _absolute(agent.workspace)
-    document = session_document(
-        agent,
+    workspace = absolute(saved.workspace)
+    saved = replace(
+        saved,
         saved_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         workspace=str(workspace),
         workspace_from_file=os.path.relpath(workspace, target.parent),
     )
     try:
-        write_atomic(target, json_lines(document), follow_links=follow_links)
+        write_atomic(target, json_lines(session_document(saved, secret=secret)), follow_links=follow_links)
     except SessionFileError:
         raise
     except (OSError, TypeError, ValueError) as error:
@@ -224,9 +219,9 @@ def read(path: str | os.PathLike[str], *, workspace: str | os.PathLike[str] | No
     ``workspace``, a link (the file's own name, or the sessions folder it is in) may lead only to a place
     inside it: a ``.twinny_sessions/`` file that came with a repository must not open the user's files.
     """
-    source = _absolute(path)
+    source = absolute(path)
     if workspace is not None:
-        _check_links(source, _absolute(workspace))
+        _check_links(source, absolute(workspace))
     try:
         # Non-blocking, so a FIFO is not waited on; what it is is read from the open file, not the name.
         handle = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
@@ -275,47 +270,20 @@ def read(path: str | os.PathLike[str], *, workspace: str | os.PathLike[str] | No
         raise SessionFileError(f"{source}: {error}. Nothing was loaded; the file is left as it is.") from None
 
 
-def load(
-    path: str | os.PathLike[str],
+def load_notices(
+    saved: SavedSession,
     *,
-    factory: Callable[..., Agent],
-    server: ModelServer | None = None,
-    settings: bool = False,
-    **options: Any,
-) -> Agent:
-    """A new session made by ``factory``, given the saved turns, notes, ratio and how its replies ran.
-
-    A session file is data. ``options`` are the session's own (the notebook's ``%config`` and flags, or
-    the caller's keywords); the file adds only how its replies ran (``document.TAKEN``). What replies may
-    do, what the model is told, what each request carries and its window (``document.GUARDED``) are taken
-    from the file only with ``settings=True`` — and each one that differs is listed in
-    ``restored.notices`` before anything runs. The server is ``server``, else ``base_url``/``model``/
-    ``kind`` in ``options``, else found as for a new session: a saved address is shown, never used (the
-    API key would go to it). The workspace is ``options["workspace"]``, else the current folder: never
-    the file's (a saved ``/`` would make the whole machine the workspace).
-    """
-    source = _absolute(path)
-    given = options.pop("workspace", None)
-    workspace = _absolute(given if given is not None else ".")
-    saved = read(source, workspace=workspace)
-    for name in ("base_url", "model", "kind"):
-        if options.get(name) is None:
-            options.pop(name, None)  # unset (a magic passes its defaults): not a choice of server
-    if server is not None:
-        options["server"] = server
-    try:
-        own = factory(**{**chosen_settings(saved, guarded=False), **options, "workspace": workspace})
-        agent = (
-            factory(**{**chosen_settings(saved, guarded=True), **options, "workspace": workspace})
-            if settings
-            else own
-        )
-    except ValueError as error:
-        raise SessionFileError(f"{source}: a saved setting cannot be used: {error}") from None
-    notices = _workspace_notice(saved, workspace) + _server_notice(saved, agent, source)
-    notices += _settings_notice(saved, agent_options(own), taken=settings, source=source)
-    restore(agent, saved, Restored(str(source), saved.saved_at, notices, saved.server.window, saved.mode))
-    return agent
+    source: Path,
+    workspace: Path,
+    base_url: str | None,
+    own: dict[str, Any],
+    taken: bool,
+) -> list[str]:
+    """What a load says before anything runs: another workspace, a saved server not used, and the guarded
+    settings where the file differs from ``own`` (the session's own, as a save keeps them) — ``taken``
+    (with ``--settings``) or left."""
+    notices = _workspace_notice(saved, workspace) + _server_notice(saved, base_url, source)
+    return notices + _settings_notice(saved, own, taken=taken, source=source)
 
 
 def _workspace_notice(saved: SavedSession, workspace: Path) -> list[str]:
@@ -328,9 +296,9 @@ def _workspace_notice(saved: SavedSession, workspace: Path) -> list[str]:
     ]
 
 
-def _server_notice(saved: SavedSession, agent: Agent, source: Path) -> list[str]:
+def _server_notice(saved: SavedSession, base_url: str | None, source: Path) -> list[str]:
     server = saved.server
-    if not server.base_url or server.base_url == agent.base_url:
+    if not server.base_url or server.base_url == base_url:
         return []
     what = " ".join(part for part in (server.kind, server.model) if part) or "a server"
     return [
@@ -368,31 +336,25 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def snapshot(agent: Agent) -> SavedSession:
+def snapshot(saved: SavedSession, *, secret: str | None) -> SavedSession:
     """The session as a save would keep it (masked), without writing a file."""
-    workspace = str(_absolute(agent.workspace))
-    document = session_document(
-        agent, saved_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), workspace=workspace, workspace_from_file=None
-    )
-    return session_from_json(document)
+    saved = replace(saved, saved_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), workspace_from_file=None)
+    return session_from_json(session_document(saved, secret=secret))
 
 
-def export(agent: Agent, path: str | os.PathLike[str]) -> Path:
-    """Write ``agent``'s session as a transcript: Markdown for ``.md``, one HTML page for ``.html``."""
-    target = _absolute(path)
+def transcript_target(path: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """Where a transcript goes, and whether it is HTML (``.html``) rather than Markdown (``.md``)."""
+    target = absolute(path)
     suffix = target.suffix.lower()
     if suffix not in (".md", ".markdown", ".html", ".htm"):
         raise SessionFileError(
             f"{target.name}: export writes Markdown (a .md file) or HTML (a .html file); name one of those."
         )
-    from twinny_magics.sessions import export as transcript  # noqa: PLC0415 - the display's renderers
+    return target, suffix in (".html", ".htm")
 
-    saved = snapshot(agent)
-    text = (
-        transcript.html_transcript(saved)
-        if suffix in (".html", ".htm")
-        else transcript.markdown_transcript(saved)
-    )
+
+def write_transcript(target: Path, text: str) -> Path:
+    """Write a transcript (atomically); the path written."""
     try:
         write_atomic(target, [text])
     except OSError as error:

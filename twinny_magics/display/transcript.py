@@ -1,17 +1,17 @@
 """A saved session as a transcript a person reads: Markdown, or one HTML page of the cell's own pieces.
 
-Both are made from the session document (:mod:`.document`), so they carry exactly what a save would —
-the key and credential shapes already masked. The Markdown keeps the model's words readable but inert
-wherever it is rendered (GitHub, VS Code, JupyterLab render raw HTML and load images): the model's and
-the question's Markdown is parsed and written out again with no image (it becomes text, ``[image: alt —
-address]``), no raw HTML, links only http(s) and mailto (:func:`~twinny_magics.display.markdown.
-inert_markdown`); every other string read from the session (a tool's name, a notice's kind, an error)
-is escaped to show as text; tool arguments and output sit in code spans and fences longer than any run
-of backticks inside them. The HTML is the pieces the cell showed
-(:mod:`twinny_magics.display.items`), the model's Markdown through the package's sanitizing renderer,
-everything else escaped, and a Content-Security-Policy that lets no script run and nothing load.
+Both are made from the session document (:mod:`twinny_magics.sessions.document`), so they carry exactly
+what a save would — the key and credential shapes already masked. The Markdown keeps the model's words
+readable but inert wherever it is rendered (GitHub, VS Code, JupyterLab render raw HTML and load
+images): the model's and the question's Markdown is parsed and written out again with no image (it
+becomes text, ``[image: alt — address]``), no raw HTML, links only http(s) and mailto
+(:func:`~twinny_magics.display.markdown.inert_markdown`); every other string read from the session (a
+tool's name, a notice's kind, an error) is escaped to show as text; tool arguments and output sit in code
+spans and fences longer than any run of backticks inside them. The HTML is the pieces the cell showed
+(:mod:`.items`), the model's Markdown through the package's sanitizing renderer, everything else
+escaped, and a Content-Security-Policy that lets no script run and nothing load.
 
-Pure: no I/O (the file is written by :mod:`.files`).
+Pure: no I/O (``Agent.export`` writes the file through :mod:`twinny_magics.sessions.files`).
 """
 
 from __future__ import annotations
