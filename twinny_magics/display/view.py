@@ -78,6 +78,8 @@ OUTCOMES = {
     "stopped": "Stopped",
     "error": "Failed",
 }
+#: A reply settled with no edit proposed: a tool result ended it (code run in the kernel past its limit).
+SETTLED_WITHOUT_AN_EDIT = "Ended early: code run in the kernel went past its time limit"
 
 
 class Slot:
@@ -458,6 +460,8 @@ class ReplyView:
                 )
         self.status.usage = reply_usage(reply)
         outcome = OUTCOMES.get(reply.stopped, reply.stopped)
+        if reply.stopped == "settled" and not reply.pending:
+            outcome = SETTLED_WITHOUT_AN_EDIT
         if reply.stopped == "steps":
             outcome += f" ({self.status.steps})"
         self._end(outcome)
