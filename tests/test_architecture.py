@@ -91,7 +91,6 @@ KNOWN_LARGE: frozenset[str] = frozenset(
         "tools/files.py",  # helper-B1
         "tools/kernel.py",  # helper-B1
         "tools/paths.py",  # helper-B1
-        "tools/registry.py",  # helper-B1
         "tools/variables.py",  # helper-B1
     }
 )

@@ -1,6 +1,6 @@
 """The toolset the agent loop uses: ``definitions()`` to offer the tools, ``await run(call)`` to call one.
 
-The tools themselves are the `registry.Tool` objects of `registry.TOOLS`: this offers and gates them by
+The tools themselves are the `tool.Tool` objects of `registry.TOOLS`: this offers and gates them by
 their flags and the session's settings, checks a call's arguments, and runs the one it names. What
 several tools share lives here: the confinement, the review of edits, asking the user, the kernel.
 
@@ -30,8 +30,10 @@ from twinny_magics.tools import commands
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
-from twinny_magics.tools.registry import COMMANDS_OFF, TOOLS, Approval, Tool, bind, refusal
+from twinny_magics.tools.refusal import refusal
+from twinny_magics.tools.registry import COMMANDS_OFF, TOOLS
 from twinny_magics.tools.search_index import SearchIndex
+from twinny_magics.tools.tool import Approval, Tool, bind
 
 #: Chunks a search call answers, and the characters they may fill (the loop cuts to its budget too).
 SEARCH_CHUNKS = 4
