@@ -87,7 +87,6 @@ KNOWN_LARGE: frozenset[str] = frozenset(
         "magic.py",  # helper-C
         "protocol/dialects.py",  # helper-D1
         "redact.py",  # helper-B2
-        "tools/denied.py",  # helper-B1
         "tools/files.py",  # helper-B1
         "tools/kernel.py",  # helper-B1
         "tools/paths.py",  # helper-B1

@@ -50,7 +50,8 @@ from pathlib import Path, PurePosixPath
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools import ignores
-from twinny_magics.tools.denied import SecretFiles, write_refusal
+from twinny_magics.tools.denied import SecretFiles
+from twinny_magics.tools.unwritable import write_refusal
 
 # `.twinny_sessions` holds saved sessions (%agent save): the model's own transcripts, never its evidence.
 HIDDEN_NAMES = frozenset(
@@ -318,7 +319,7 @@ class Confinement:
     def write_refusal(self, target: Target) -> tuple[str, str] | None:
         """Why ``target`` must never be written by a tool, and what to do instead; None if it may be.
 
-        See `denied.write_refusal`; git's global excludes file is refused here when it is inside.
+        See `unwritable.write_refusal`; git's global excludes file is refused here when it is inside.
         """
         if self._outer_files is None:
             self._outer_files = ignores.outer_sources(self.root)
