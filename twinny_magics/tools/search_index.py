@@ -42,10 +42,14 @@ from twinny_magics.retrieval import (
     CHUNK_LINES,
     Chunk,
     FileInfo,
+    Named,
     Survey,
     chunk_bounds,
     index_words,
     match_query,
+    named_bonus,
+    named_in,
+    named_queries,
     path_words,
     query_terms,
 )
@@ -65,6 +69,8 @@ LINE_CHARS = 400
 UPDATE_SECONDS = 20.0
 #: Chunks kept per file in one search's results, so that the best few span more than one file.
 PER_FILE = 2
+#: Candidates a search adds, per query, for the definitions its question names (``retrieval.named_queries``).
+_NAMED_ROWS = 12
 # BM25 column weights: file (unindexed), its path's words, names, words, and the unindexed rest.
 _WEIGHTS = "0.0, 4.0, 8.0, 1.0, 0.0, 0.0, 0.0"
 
@@ -298,31 +304,44 @@ class SearchIndex:
         terms = query_terms(words)
         if not terms:
             return []
+        named = named_in(words)
         try:
-            return self._search(terms, n)
+            return self._search(terms, n, named)
         except sqlite3.Error:
             self._reset()
             self.update()
-            return self._search(terms, n)
+            return self._search(terms, n, named)
 
-    def _search(self, terms: list[str], n: int) -> list[Chunk]:
+    def _search(self, terms: list[str], n: int, named: Named | None = None) -> list[Chunk]:
         db = self._connect()
-        rows = db.execute(
+        select = (
             f"SELECT file, start, end, body, bm25(chunks, {_WEIGHTS}) AS rank FROM chunks "
-            "WHERE chunks MATCH ? ORDER BY rank LIMIT ?",
-            (match_query(terms), max(n * 6, 24)),
-        ).fetchall()
+            "WHERE chunks MATCH ? ORDER BY rank LIMIT ?"
+        )
+        rows = db.execute(select, (match_query(terms), max(n * 6, 24))).fetchall()
+        # A definition the question names (``X in a/b.py``, ``X.y``) is looked for by its own words too:
+        # a method or a constant is not among a file's chunk names, and a plain-word query may miss it.
+        by_name: set[tuple[object, object]] = set()  # found by a named query: not held to PER_FILE as found
+        for extra in named_queries(named) if named else []:
+            found = db.execute(select, (extra, _NAMED_ROWS)).fetchall()
+            seen = {(row[0], row[1]) for row in rows}
+            by_name.update((row[0], row[1]) for row in found)
+            rows += [row for row in found if (row[0], row[1]) not in seen]
         ranked: list[_Candidate] = []
         per_file: dict[str, int] = {}
         wanted = set(terms)
         outlines: dict[str, tuple[Definition, ...]] = {}
         for path, start, end, body, rank in rows:
-            if not isinstance(path, str) or per_file.get(path, 0) >= PER_FILE or not self._visible(path):
+            named_row = (path, start) in by_name
+            if not isinstance(path, str) or not self._visible(path):
+                continue
+            if not named_row and per_file.get(path, 0) >= PER_FILE:
                 continue
             bounds = _bounds(start, end)
             if bounds is None:
                 continue
-            per_file[path] = per_file.get(path, 0) + 1
+            if not named_row:
+                per_file[path] = per_file.get(path, 0) + 1
             first, last = bounds
             if path not in outlines:  # one read of a file's outline, however many of its chunks match
                 outlines[path] = _file_definitions(db, path)
@@ -333,8 +352,15 @@ class SearchIndex:
             # re-exports the function; it does not define it).
             asked = [_DEFINES_BONUS.get(d.kind, 3.0) for d in defined if d.name.lower() in wanted]
             score = -float(rank) + max(asked, default=0.0)
+            if named:
+                before = [d for d in outlines[path] if d.line <= first]
+                enclosing = max(before, key=lambda d: d.line).name if before else None
+                score += named_bonus(named, path, str(body).splitlines(), enclosing)
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
+        if by_name:  # the named rows were not held to PER_FILE as they came: the best few of a file are
+            kept: dict[str, int] = {}
+            ranked = [c for c in ranked if kept.setdefault(c.path, 0) < PER_FILE and _count(kept, c.path)]
         return self._hand_out(db, ranked, n)
 
     def _hand_out(self, db: sqlite3.Connection, ranked: list[_Candidate], n: int) -> list[Chunk]:
@@ -384,6 +410,12 @@ class SearchIndex:
         except WorkspaceError:
             return False
         return True
+
+
+def _count(counts: dict[str, int], key: str) -> bool:
+    """Count one more of ``key``; True (for use in a filter)."""
+    counts[key] += 1
+    return True
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,152 @@
+"""A question that names a file and a definition gets that definition's chunk first in the evidence, with
+the file's own line numbers (at a file's start, after a decorator, after blank lines)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from twinny_magics.tools import Workspace
+
+EVIDENCE_CHARS = 2027  # the head start's share of a 4,096-token window
+
+
+def _class(name: str, body_lines: int, *, method: str = "run", default: str = "1") -> str:
+    doc = "\n".join(
+        f"    shape notes {name.lower()} {k}: area, size, shape of the figure." for k in range(body_lines)
+    )
+    head = f'class {name}(Shape):\n    """A {name}.\n\n{doc}\n    """\n\n'
+    return f"{head}    def {method}(self, size={default}):\n        return size\n\n\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TWINNY_MAGICS_INDEX_DIR", str(tmp_path / "index"))
+    root = tmp_path / "work"
+    (root / "pkg").mkdir(parents=True)
+    shapes = "class Shape:\n    size = 1\n\n\n" + "".join(
+        _class(name, 8 if name != "Ellipse" else 50, method="__init__", default=str(n + 2))
+        for n, name in enumerate(["Square", "Circle", "Triangle", "Ellipse", "Hexagon"])
+    )
+    (root / "pkg" / "shapes.py").write_text(shapes)
+    # Chunks about the number of shapes before the constant: a plain-word search fills its share of the
+    # file with them (and a one-letter name is no search word at all).
+    parts = "".join(
+        f"def shapes_part_{k}(number):\n"
+        + "    # the default number of shapes, and the number set\n" * 6
+        + "\n\n"
+        for k in range(8)
+    )
+    (root / "pkg" / "consts.py").write_text(f"{parts}K = 5  # the size of a page\nKIND = 'area'\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_shapes.py").write_text(
+        "".join(
+            f"def test_shape_{k}():\n    assert Triangle and Circle and Square  # shape size area\n\n\n"
+            for k in range(12)
+        )
+    )
+    return root
+
+
+def evidence(root: Path, question: str) -> list[tuple[str, list[tuple[int, str]]]]:
+    """The head start's chunks as the model reads them: each path and its numbered lines."""
+    text = Workspace(root).head_start(question, EVIDENCE_CHARS, map=False, evidence=True)
+    chunks: list[tuple[str, list[tuple[int, str]]]] = []
+    for line in text.split("(ranked search):", 1)[1].splitlines():
+        row = re.match(r"^\s*(\d+): (.*)$", line)
+        if row and chunks:
+            chunks[-1][1].append((int(row.group(1)), row.group(2)))
+        elif line.endswith(":") and not line.startswith("["):
+            chunks.append((line.split(" (")[0].rstrip(":"), []))
+    return chunks
+
+
+def line_of(root: Path, rel: str, start: str) -> int:
+    return next(
+        n for n, line in enumerate((root / rel).read_text().splitlines(), 1) if line.startswith(start)
+    )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "On which line of pkg/shapes.py is the class Triangle defined?",
+        "the class Triangle line in pkg/shapes.py",
+        "Triangle in pkg/shapes.py: which line?",
+        "pkg/shapes.py's Triangle: where does it start?",
+    ],
+)
+def test_a_named_class_in_a_named_file_comes_first_with_its_own_line_number(
+    project: Path, question: str
+) -> None:
+    chunks = evidence(project, question)
+    path, rows = chunks[0]
+    assert path == "pkg/shapes.py"
+    n = line_of(project, "pkg/shapes.py", "class Triangle")
+    assert (n, "class Triangle(Shape):") in rows
+
+
+def test_a_named_method_of_a_named_class_comes_first(project: Path) -> None:
+    question = "Change the default size of Ellipse.__init__ (in pkg/shapes.py) from 5 to 7."
+    path, rows = evidence(project, question)[0]
+    assert path == "pkg/shapes.py"
+    n = line_of(project, "pkg/shapes.py", "class Ellipse")
+    init = next(
+        k
+        for k, line in enumerate((project / "pkg/shapes.py").read_text().splitlines(), 1)
+        if k > n and "def __init__" in line
+    )
+    assert (init, "    def __init__(self, size=5):") in rows
+
+
+def test_a_one_letter_constant_named_in_a_file_comes_first(project: Path) -> None:
+    path, rows = evidence(project, "What default number of shapes (the constant K) does pkg/consts.py set?")[
+        0
+    ]
+    assert path == "pkg/consts.py"
+    assert (line_of(project, "pkg/consts.py", "K = 5"), "K = 5  # the size of a page") in rows
+
+
+def test_a_named_file_that_uses_a_name_comes_before_the_names_definition(project: Path) -> None:
+    (project / "pkg" / "render.py").write_text(
+        'def render_shape(shape, fmt="{}"):\n    return fmt.format(shape)\n'
+    )
+    (project / "pkg" / "report.py").write_text(
+        'from pkg.render import render_shape\n\nTITLE = "report"\nrender_shape(3, fmt="{:.0f}")\n'
+    )
+    path, rows = evidence(project, "Which format does pkg/report.py pass to render_shape?")[0]
+    assert path == "pkg/report.py"
+    assert (4, 'render_shape(3, fmt="{:.0f}")') in rows
+
+
+@pytest.mark.parametrize(
+    ("source", "question", "start"),
+    [
+        ("def first():\n    return 1\n", "Where is def first in pkg/edge.py?", "def first"),
+        (
+            "import os\n\n\n@property\n@staticmethod\ndef decorated():\n    return os.sep\n",
+            "On which line of pkg/edge.py is decorated defined?",
+            "def decorated",
+        ),
+        ("\n\n\n\nCONSTANT_VALUE = 3\n", "What is CONSTANT_VALUE in pkg/edge.py?", "CONSTANT_VALUE"),
+        (
+            "x = 1\n" * 45 + "\n\ndef late_one():\n    pass\n",
+            "On which line of pkg/edge.py is late_one defined?",
+            "def late_one",
+        ),
+    ],
+)
+def test_every_line_number_the_evidence_shows_is_the_files_own(
+    project: Path, source: str, question: str, start: str
+) -> None:
+    (project / "pkg" / "edge.py").write_text(source)
+    lines = source.splitlines()
+    chunks = evidence(project, question)
+    assert chunks[0][0] == "pkg/edge.py"
+    for path, rows in chunks:
+        own = (project / path).read_text().splitlines()
+        assert all(own[n - 1].startswith(text.removesuffix(" …")) for n, text in rows), path
+    n = next(k for k, line in enumerate(lines, 1) if line.startswith(start))
+    assert n in [k for k, _ in chunks[0][1]]
