@@ -50,6 +50,7 @@ class Faults:
     chunked: bool = False  # the CDN sends the body chunked, with no length
     status: int | None = None  # the hub answers every request with this status
     disposition: str | None = None  # Content-Disposition on the CDN's reply
+    renamed: bool = False  # the repo was renamed: its old path redirects (307) to the new one
 
 
 class FakeHub:
@@ -103,6 +104,14 @@ class FakeHub:
             h.end_headers()
             return
         repo, filename = "/".join(parts[:2]), "/".join(parts[4:])
+        if f.renamed and not repo.endswith("-renamed"):
+            h.send_response(307)
+            h.send_header("Location", "/" + "/".join([repo + "-renamed", *parts[2:]]))
+            h.send_header("ETag", 'W/"2f-Renamed/Weak"')  # not a hash: this reply names no file
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        repo = repo.removesuffix("-renamed")
         if (repo, filename) not in self.files:
             h.send_response(404)
             h.send_header("X-Error-Code", "EntryNotFound")
@@ -185,6 +194,17 @@ class FakeHub:
             server.server_close()
 
 
+@pytest.fixture(autouse=True)
+def _hub_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test's hub cache in tmp_path; huggingface_hub's own once-a-day fetch (a list of agents to
+    name in its user agent, from the endpoint it read at import) off, so no test reaches out."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+
+
 @pytest.fixture(scope="module")
 def gguf() -> bytes:
     return smollm2_path().read_bytes()
@@ -196,8 +216,6 @@ def fake_hub(gguf: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     files = {(m.repo, m.filename): gguf for m in CATALOG if m.repo is not None}
     served = FakeHub(files)
     monkeypatch.setenv("HF_ENDPOINT", served.url)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     yield served
     served.close()
@@ -424,6 +442,17 @@ def test_a_hub_that_changes_its_answer_after_the_first_head_is_still_checked(
     assert model_files(tmp_path) == []
 
 
+def test_a_renamed_repo_s_redirect_with_an_etag_of_its_own_is_followed(
+    fake_hub: FakeHub, gguf: bytes
+) -> None:
+    fake_hub.faults.renamed = True
+    pulled = models.pull(NAME)
+    assert pulled.path.read_bytes() == gguf
+    assert any(
+        path.startswith("/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF-renamed/") for _, path, _ in fake_hub.log
+    )
+
+
 def test_a_filename_in_content_disposition_is_never_a_path(fake_hub: FakeHub, tmp_path: Path) -> None:
     fake_hub.faults.disposition = 'attachment; filename="../../../../escaped.gguf"'
     pulled = models.pull(NAME)
@@ -503,6 +532,14 @@ def test_smollm2_needs_no_pull_and_a_gguf_path_resolves_as_it_is(fake_hub: FakeH
     local.mkdir()
     (local / "tiny.gguf").write_bytes(b"GGUF")
     assert [(d.name, d.model) for d in models.on_disk(local)][-1] == ("tiny", None)
+
+
+def test_the_best_on_disk_is_the_best_pulled_catalog_model(fake_hub: FakeHub) -> None:
+    assert models.best_on_disk() is None  # SmolLM2 alone does not count
+    models.pull("qwen2.5-coder-0.5b")
+    assert models.best_on_disk().name == "qwen2.5-coder-0.5b"  # type: ignore[union-attr]
+    models.pull("qwen2.5-coder-3b")
+    assert models.best_on_disk().name == "qwen2.5-coder-3b"  # type: ignore[union-attr]
 
 
 # -- the pulled file on the embedded server ----------------------------------------------------------

@@ -16,7 +16,7 @@ from twinny_magics._lazy import lazy_names
 from twinny_magics.models.catalog import CATALOG, CatalogModel, best, find
 
 if TYPE_CHECKING:
-    from twinny_magics.models.hub import OnDisk, Pulled, on_disk, pull, resolve, start
+    from twinny_magics.models.hub import OnDisk, Pulled, best_on_disk, on_disk, pull, resolve, start
     from twinny_magics.models.notebook import magic_models, magic_pull
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "OnDisk",
     "Pulled",
     "best",
+    "best_on_disk",
     "catalog",
     "find",
     "magic_models",
@@ -38,6 +39,7 @@ __all__ = [
 _LAZY = {
     "OnDisk": "twinny_magics.models.hub",
     "Pulled": "twinny_magics.models.hub",
+    "best_on_disk": "twinny_magics.models.hub",
     "on_disk": "twinny_magics.models.hub",
     "pull": "twinny_magics.models.hub",
     "resolve": "twinny_magics.models.hub",

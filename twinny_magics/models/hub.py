@@ -126,6 +126,11 @@ def on_disk(*paths: str | os.PathLike[str]) -> list[OnDisk]:
     return found
 
 
+def best_on_disk() -> OnDisk | None:
+    """The best pulled catalog model (catalog order), not counting the embedded SmolLM2; None if none."""
+    return next((item for item in on_disk() if item.model is not None and item.model.repo is not None), None)
+
+
 def resolve(name_or_path: str | os.PathLike[str]) -> tuple[Path, CatalogModel | None]:
     """The GGUF file a ``--model`` value names: a path as it is, a catalog name where it was pulled to."""
     text = os.fspath(name_or_path)
@@ -338,7 +343,10 @@ class _Guard:
             etag = headers.get("X-Linked-Etag") or headers.get("ETag")
             if commit is not None and not _COMMIT.fullmatch(commit):
                 raise HubRefused(f"The hub named a commit that is not one ({commit[:40]!r}); nothing kept.")
-            if etag is not None and not _HASH.fullmatch(etag.removeprefix("W/").strip('"')):
+            # huggingface_hub takes file metadata only from a reply with a commit (one without is refused
+            # by it): a redirect on the way, a renamed repo's, may carry an ETag of its own.
+            file_metadata = commit is not None or "X-Linked-Etag" in headers
+            if file_metadata and etag is not None and not _HASH.fullmatch(etag.removeprefix("W/").strip('"')):
                 raise HubRefused(f"The hub named a checksum that is not one ({etag[:70]!r}); nothing kept.")
             announced = headers.get("X-Linked-Size")
         elif response.request.method == "GET" and response.status_code < 300:
