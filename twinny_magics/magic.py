@@ -1,6 +1,7 @@
 """The notebook face: ``%%agent`` asks a question, ``%agent`` is the session and its commands.
 
-Loading the extension must stay fast, so this module imports only IPython and traitlets; the session
+What the line takes (the flags, the ``%config`` traits, the help) is :mod:`.magic_line`. Loading the
+extension must stay fast, so this module imports only IPython and traitlets; the session
 (and with it the loop, the servers and httpx) and the display (ipywidgets) are imported by the first
 cell that needs them.
 
@@ -19,20 +20,29 @@ from __future__ import annotations
 
 import os
 import shlex
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal
 
-from IPython.core import magic as _magic
-from IPython.core import magic_arguments as _arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, magics_class
 from traitlets import Any as AnyTrait
-from traitlets import Bool, Enum, Float, Int, List, TraitType, Unicode
 
 from twinny_magics.display import reprs
-from twinny_magics.options import OPTIONS, Option, add_flag, check, option, scoped, with_flags
+from twinny_magics.magic_line import (
+    SESSION_OPTIONS,
+    SUBCOMMANDS,
+    TURN_OPTIONS,
+    argument,
+    line_cell_magic,
+    load_arguments,
+    magic_arguments,
+    option_flags,
+    parse_argstring,
+    trait,
+    with_help,
+)
+from twinny_magics.options import OPTIONS, check, option
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -40,59 +50,6 @@ if TYPE_CHECKING:
     from twinny_magics.agent import Agent
     from twinny_magics.display import EditPanel, ReplyView
     from twinny_magics.tools.kernel import Kernel
-
-#: The options that make a different session when they change.
-SESSION_OPTIONS = tuple(name for name in scoped("session") if name != "secret_files")
-#: The options that apply to one cell of the same session (the flags of the magic's line).
-TURN_OPTIONS = tuple(o.name for o in with_flags() if o.scope == "turn")
-SUBCOMMANDS = ", ".join(
-    [
-        *("status", "reset", "new", "plan N", "apply [N…]", "discard [N…]", "use NAME", "save [PATH]"),
-        *("load PATH [--settings]", "export PATH"),
-    ]
-)
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-class _Decorator(Protocol):
-    def __call__(self, func: _F, /) -> _F: ...
-
-
-# IPython's magic_arguments is untyped, and line_cell_magic is typed for both of its uses at once:
-# these are typed views of them.
-line_cell_magic = cast("_Decorator", _magic.line_cell_magic)
-magic_arguments: Callable[..., _Decorator] = _arguments.magic_arguments
-argument: Callable[..., _Decorator] = _arguments.argument
-parse_argstring: Callable[[Any, str], Any] = _arguments.parse_argstring
-
-
-def _trait(o: Option) -> TraitType[Any, Any]:
-    """The ``%config`` trait of an option."""
-    trait: TraitType[Any, Any]
-    if o.choices:
-        trait = Enum(list(o.choices), o.default, help=o.help)
-    elif o.type is list:
-        trait = List(Unicode(), default_value=o.default, allow_none=o.nullable, help=o.help)
-    else:
-        kinds: dict[type, Any] = {str: Unicode, int: Int, float: Float, bool: Bool}
-        trait = kinds[o.type](o.default, allow_none=o.nullable, help=o.help)
-    return trait.tag(config=True)
-
-
-def _option_flags(func: _F) -> _F:
-    """The ``%%agent`` flags of the options that have one, in the table's order."""
-    for o in reversed(tuple(with_flags())):
-        func = add_flag(argument, o)(func)
-    return func
-
-
-def _option_list(func: _F) -> _F:
-    """Name every option in the docstring, which becomes the help ``%%agent?`` shows."""
-    names = ", ".join(o.name for o in OPTIONS)
-    listed = textwrap.fill(names, 92, subsequent_indent=" " * 8)
-    func.__doc__ = (func.__doc__ or "").replace("{options}", listed)
-    return func
 
 
 @magics_class
@@ -106,7 +63,7 @@ class TwinnyMagics(Magics):
     kernel_seconds: float
     secret_files: list[str] | None
     output: str
-    locals().update({o.name: _trait(o) for o in OPTIONS})
+    locals().update({o.name: trait(o) for o in OPTIONS})
     session_factory = AnyTrait(
         None,
         allow_none=True,
@@ -131,47 +88,12 @@ class TwinnyMagics(Magics):
     # -- the magic -------------------------------------------------------------------------------------
 
     @magic_arguments("%agent")  # the usage line then reads %%agent
-    @_option_flags
+    @option_flags
     @argument("--new", action="store_true", help="start a new session (forget earlier turns)")
     @line_cell_magic
-    @_option_list
+    @with_help  # the help %%agent? shows: magic_line.HELP, every subcommand and option in it
     def agent(self, line: str, cell: str | None = None) -> Any:
-        """Ask the coding agent: the cell is the question, the notebook's folder its workspace.
-
-        %%agent [options]   the cell below is the question; each cell is a turn of one session.
-        %agent              the session (an Agent): s = %agent; s.plan; s.estimator.ratio; s.replies
-        %agent status       server, model, window, plan, ratio, replies, pending edits
-        %agent reset        forget earlier turns and notes (same server and estimate)
-        %agent new          a new session
-        %agent plan N       how an N-token window is shared out
-        %agent apply [N…]   apply the edits waiting for review (all, or by number in status)
-        %agent discard [N…] discard them
-        %agent use NAME     make the Agent in variable NAME the session (e.g. over a ScriptedServer)
-        %agent save [PATH]  write the session to PATH as JSON (default: .twinny_sessions/<time>.json
-                            next to the notebook, a folder the tools never show); never the API key.
-                            Sessions also save there by themselves after every reply (--autosave off,
-                            %config TwinnyMagics.autosave = False to stop), and a new kernel's first
-                            cell says which %agent load resumes the last one
-        %agent load PATH    resume a saved session: its turns, notes and learned ratio, on the server
-                            configured now (else the saved address); its edits are never applied
-        %agent export PATH  a transcript: PATH.md (Markdown) or PATH.html (the cell's pieces, inert)
-        %%agent compare --b OPTIONS [--a OPTIONS]   measure a change: the cell's questions, one a line
-                            ("Which port? :: 8000", patterns the answer must match; "!pattern" must
-                            not), each run under variant A and variant B in a fresh session on a fresh
-                            copy of the workspace, greedy and seeded. Shows pass rates, the grid of
-                            ✓/✗, what B fixed and broke, and an exact McNemar test; returns the results.
-                            OPTIONS are Agent options as Python keyword arguments, values may name the
-                            notebook's variables: --b 'closing_prompt=short, mode=text'. Also
-                            --questions FILE, --repeat N, --seed S, --temperature T (default 0),
-                            --save FILE, --resume FILE, and --server/--model/--kind/--window/--steps/
-                            --mode/--grammar/--workspace for both. See twinny_magics.experiment.
-
-        Defaults for every option: %config TwinnyMagics.<option> = value, for
-        {options}
-        Options on the %%agent line override them for that cell. Changing server, model, kind, workspace,
-        window or api key starts a new session. The kernel's stop button stops a reply; the session
-        keeps working.
-        """
+        # A cell is a question (or ``compare``'s questions); a line alone is the session or a command.
         if cell is None:
             return self._line(line)
         words = line.split(None, 1)
@@ -574,7 +496,7 @@ class TwinnyMagics(Magics):
         from twinny_magics.errors import TwinnyError  # noqa: PLC0415
         from twinny_magics.settings import from_options, loaded  # noqa: PLC0415
 
-        path, named, settings = _load_arguments(rest)
+        path, named, settings = load_arguments(rest)
         options = self._defaults()
         # A session file is data: the server is this notebook's (%config, or named on this line), and so
         # is everything that says what a reply may do (the approvals, the deny list, the code time limit,
@@ -624,34 +546,6 @@ class TwinnyMagics(Magics):
         except TwinnyError as error:
             raise UsageError(str(error)) from None
         print(f"Transcript of {len(self.session.replies)} replies written to {path}")
-
-
-def _load_arguments(rest: list[str]) -> tuple[str, dict[str, str], bool]:
-    """``%agent load PATH [--settings] [--server URL] [--model NAME] [--kind KIND]``: the path, the server
-    named on the line, and whether the file's guarded settings are to be taken."""
-    usage = (
-        "%agent load PATH [--settings] [--server URL] [--model NAME] [--kind KIND]: resume a session saved "
-        "with %agent save (or Agent.save). --settings also takes its permissions and prompts (listed first)."
-    )
-    path: str | None = None
-    named: dict[str, str] = {}
-    settings = False
-    words = iter(rest)
-    for word in words:
-        if word == "--settings":
-            settings = True
-        elif word in ("--server", "--model", "--kind"):
-            value = next(words, None)
-            if value is None:
-                raise UsageError(usage)
-            named[{"--server": "base_url"}.get(word, word[2:])] = value
-        elif path is None and not word.startswith("--"):
-            path = word
-        else:
-            raise UsageError(usage)
-    if path is None:
-        raise UsageError(usage)
-    return path, named, settings
 
 
 def _turn_settings(session: Agent) -> dict[str, Any]:

@@ -149,7 +149,7 @@ def reply_markdown(number: int, reply: Reply) -> str:
     for edit in reply.pending:
         item = EditItem(edit)
         headline = markdown_text(item.headline())
-        lines += [f"**{headline}**", "", _fence(str(getattr(edit, "diff", "")), "diff"), ""]
+        lines += [f"**{headline}**", "", _fence(edit.diff, "diff"), ""]
     lines += [f"**Answer** (ended: {markdown_text(str(reply.stopped))})", ""]
     lines += [inert_markdown(reply.text.strip()) or "*(no answer)*", ""]
     if reply.error:

@@ -11,12 +11,16 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twinny_magics.conversation import ToolCall, ToolResult
 from twinny_magics.events import Notice, Reply, RequestRecord, Step
 from twinny_magics.sessions.reading import Reader
+
+if TYPE_CHECKING:
+    from twinny_magics.changes import ProposedChange
 
 _MODES = ("native", "text")
 
@@ -35,19 +39,14 @@ class SavedEdit:
         return asdict(self)
 
 
-def edit_to_json(edit: object) -> dict[str, Any]:
+def edit_to_json(edit: ProposedChange | Mapping[str, Any]) -> dict[str, Any]:
     """A pending edit (a live `PendingEdit`, a `SavedEdit`, or a tool's own record) as JSON data."""
     if isinstance(edit, SavedEdit):
         return edit.to_json()
-    if isinstance(edit, dict):  # a toolset of one's own may keep its edits as plain data
+    if isinstance(edit, Mapping):  # a toolset of one's own may keep its edits as plain data
         return SavedEdit(str(edit.get("path", "?")), str(edit.get("diff", ""))).to_json()
-    # The loop holds edits as `object`; these are the attributes a `PendingEdit` shows (and reprs reads).
-    return SavedEdit(
-        path=str(getattr(edit, "path", "?")),
-        diff=str(getattr(edit, "diff", "")),
-        status=str(getattr(edit, "status", "pending")),
-        creates=bool(getattr(edit, "creates", False)),
-    ).to_json()
+    # The contract's four fields, as text and a flag whatever a toolset of one's own keeps them as.
+    return SavedEdit(str(edit.path), str(edit.diff), str(edit.status), bool(edit.creates)).to_json()
 
 
 def call_to_json(call: ToolCall) -> dict[str, Any]:
