@@ -252,6 +252,20 @@ def test_the_catalog_names_the_three_qwen_coders_and_the_embedded_smollm2() -> N
     assert find("smollm2").repo is None
 
 
+def test_the_catalog_loads_neither_the_hub_library_nor_a_client() -> None:
+    """``models.catalog()``/``find`` are pure: huggingface_hub, httpx and IPython load on a pull only."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, twinny_magics.models as m; m.catalog(); m.find('qwen2.5-coder:3b'); "
+        "print(sorted(x for x in ('huggingface_hub', 'httpx', 'httpx2', 'IPython', 'twinny_magics.servers') "
+        "if x in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 @pytest.mark.parametrize(
     "typed",
     [
@@ -540,6 +554,20 @@ def test_the_best_on_disk_is_the_best_pulled_catalog_model(fake_hub: FakeHub) ->
     assert models.best_on_disk().name == "qwen2.5-coder-0.5b"  # type: ignore[union-attr]
     models.pull("qwen2.5-coder-3b")
     assert models.best_on_disk().name == "qwen2.5-coder-3b"  # type: ignore[union-attr]
+
+
+def test_for_embedded_names_the_file_and_window_to_load_when_no_server_answers(
+    fake_hub: FakeHub, tmp_path: Path
+) -> None:
+    assert models.for_embedded(None) is None  # nothing pulled: the embedded default (SmolLM2)
+    with pytest.raises(NotPulled, match=r"%agent pull qwen2\.5-coder-3b"):
+        models.for_embedded("qwen2.5-coder:3b")
+    with pytest.raises(UnknownModel, match="Did you mean"):
+        models.for_embedded("qwen2.5-coder-3")
+    pulled = models.pull(NAME)
+    assert models.for_embedded(None) == (pulled.path, 4096)
+    assert models.for_embedded(NAME) == (pulled.path, 4096)
+    assert models.for_embedded(str(smollm2_path())) == (smollm2_path(), None)
 
 
 # -- the pulled file on the embedded server ----------------------------------------------------------

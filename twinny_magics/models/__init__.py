@@ -16,7 +16,16 @@ from twinny_magics._lazy import lazy_names
 from twinny_magics.models.catalog import CATALOG, CatalogModel, best, find
 
 if TYPE_CHECKING:
-    from twinny_magics.models.hub import OnDisk, Pulled, best_on_disk, on_disk, pull, resolve, start
+    from twinny_magics.models.hub import (
+        OnDisk,
+        Pulled,
+        best_on_disk,
+        for_embedded,
+        on_disk,
+        pull,
+        resolve,
+        start,
+    )
     from twinny_magics.models.notebook import magic_models, magic_pull
 
 __all__ = [
@@ -28,6 +37,7 @@ __all__ = [
     "best_on_disk",
     "catalog",
     "find",
+    "for_embedded",
     "magic_models",
     "magic_pull",
     "on_disk",
@@ -40,6 +50,7 @@ _LAZY = {
     "OnDisk": "twinny_magics.models.hub",
     "Pulled": "twinny_magics.models.hub",
     "best_on_disk": "twinny_magics.models.hub",
+    "for_embedded": "twinny_magics.models.hub",
     "on_disk": "twinny_magics.models.hub",
     "pull": "twinny_magics.models.hub",
     "resolve": "twinny_magics.models.hub",

@@ -95,7 +95,7 @@ class OnDisk:
 
 
 def cached_path(model: CatalogModel) -> Path | None:
-    """Where a pulled catalog model is in the hub cache (None if it is not there, or ships in a package)."""
+    """Where a catalog model is on disk: in the hub cache once pulled, in its package if it ships in one."""
     if model.repo is None:
         return _embedded_path()
     from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415
@@ -429,6 +429,20 @@ def _bar_class(guard: _Guard, progress: Progress | None) -> type:
             return None
 
     return _Bar
+
+
+def for_embedded(model: str | None) -> tuple[Path, int | None] | None:
+    """The GGUF file (and its catalog window) the embedded server should load when no server answers.
+
+    ``model`` None: the best pulled catalog model, or None for the embedded default (SmolLM2). A path or
+    a catalog name: that file (``NotPulled`` if a catalog model is not on disk yet). Any other name:
+    ``UnknownModel`` with the nearest catalog names (a name another server knows needs that server).
+    """
+    if model is None:
+        found = best_on_disk()
+        return (found.path, found.model.window if found.model else None) if found is not None else None
+    path, entry = resolve(model)
+    return path, entry.window if entry is not None else None
 
 
 def start(name_or_path: str | os.PathLike[str], n_ctx: int | None = None) -> EmbeddedServer:

@@ -57,6 +57,10 @@ class ModelsTable:
         return self.text()
 
     def _repr_html_(self) -> str:
+        return self.html()
+
+    def html(self) -> str:
+        """An HTML table (every cell escaped: file names are anyone's text)."""
         head = "".join(f"<th style='text-align:left'>{cell}</th>" for cell in self._HEAD)
         body = "".join(
             "<tr>"
