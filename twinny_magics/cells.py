@@ -69,21 +69,72 @@ class CellRecord:
 
 
 def clip(text: str, chars: int, *, tail: bool = False) -> str:
-    """``text`` within ``chars`` on a line boundary where one is near, saying how much was left out."""
+    """``text`` within ``chars`` on a line boundary where one is near, saying how much was left out.
+
+    A cut inside a line never splits a secret the masker would hide (`_safe_cut`): the part kept ends
+    before it (or, for the ``tail``, starts after it), and a cut word is left out whole — a half of a
+    key no longer looks like one, nor is it the kernel's known value.
+    """
     if len(text) <= chars:
         return text
-    left = len(text) - chars
     if tail:
-        part = text[-chars:]
-        cut = part.find("\n")
-        if 0 <= cut < chars // 3:
-            part, left = part[cut + 1 :], left + cut + 1
-        return f"[… {left:,} chars before]\n{part}"
-    part = text[:chars]
-    cut = part.rfind("\n")
-    if cut > chars * 2 // 3:
-        part, left = part[:cut], left + (chars - cut)
-    return f"{part}\n[… {left:,} chars more]"
+        start = len(text) - chars
+        cut = text.find("\n", start, start + chars // 3)
+        start = cut + 1 if cut >= 0 else _safe_cut(text, start, tail=True)
+        return f"[… {start:,} chars before]\n{text[start:]}"
+    cut = text.rfind("\n", chars * 2 // 3, chars)
+    end = cut if cut >= 0 else _safe_cut(text, chars, tail=False)
+    return f"{text[:end]}\n[… {len(text) - end:,} chars more]"
+
+
+#: How far around a cut inside a line the text is masked to see whether the cut falls in a secret,
+#: and the longest word a cut leaves out whole (a key, a token; longer runs are data, cut anywhere).
+_CUT_WINDOW = 600
+_CUT_WORD = 400
+
+
+def start_of_tail(text: str) -> str:
+    """The tail of a longer output (its start cut off elsewhere) from its first whole word or line:
+    the word cut in two may be the end of a secret, which no longer looks like one."""
+    line = text.find("\n", 0, _CUT_WORD)
+    if line >= 0:
+        return text[line + 1 :]
+    space = re.search(r"\s", text[:_CUT_WORD])
+    return text[space.end() :] if space else text
+
+
+def _safe_cut(text: str, at: int, *, tail: bool) -> int:
+    """Where to cut ``text`` near ``at`` so that no secret is split: outside every span the masker hides
+    in the text around it, then at the edge of the word there (``tail``: the kept part starts after it)."""
+    from twinny_magics.redact import MASK, mask_secrets  # noqa: PLC0415 - only a cut inside a line needs it
+
+    low = max(0, at - _CUT_WINDOW)
+    window = text[low : at + _CUT_WINDOW]
+    shown = mask_secrets(window)
+    if shown != window:
+        # The masker replaces spans and keeps the rest: the pieces between masks are found in order.
+        pieces, found, spans = shown.split(MASK), 0, []
+        for n, piece in enumerate(pieces):
+            where = window.find(piece, found) if n < len(pieces) - 1 else len(window) - len(piece)
+            if where < found:
+                spans = [(0, len(window))]  # not found as expected: treat the whole window as hidden
+                break
+            if n:
+                spans.append((found, where))
+            found = where + len(piece)
+        for start, end in spans:
+            if low + start < at < low + end:
+                at = low + (end if tail else start)
+                break
+    if 0 < at < len(text) and not text[at - 1].isspace() and not text[at].isspace():
+        if tail:
+            space = re.search(r"\s", text[at : at + _CUT_WORD])
+            at = at + space.end() if space else at
+        else:
+            low = max(0, at - _CUT_WORD)
+            before = max(text.rfind(" ", low, at), text.rfind("\t", low, at))
+            at = before + 1 if before >= 0 else at
+    return at
 
 
 def output_name(data: Mapping[str, object]) -> str:
@@ -195,8 +246,9 @@ def cell_text(record: CellRecord, *, source: bool = True) -> str:
         lines.append(f"  error: {error[0]}")
         lines.extend(f"  {line}" for line in error[1:])
     if record.printed:
-        cut = record.printed_chars > len(record.printed)
-        printed = record.printed.rstrip("\n")
+        # Not printed_chars > len(printed): a known secret hidden in it shortens the text kept.
+        cut = record.printed_chars > PRINTED_CHARS
+        printed = (start_of_tail(record.printed) if cut else record.printed).rstrip("\n")
         size = f" ({record.printed_chars:,} chars, the end shown)" if cut else ""
         lines.append(f"  printed{size}:")
         lines.extend(f"    {line}" for line in printed.split("\n"))
