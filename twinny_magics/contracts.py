@@ -16,7 +16,8 @@ or a server's adapter, so the loop, the session and the display can depend on it
   (``GivesHeadStart``) and tools fitted to the window (``FitsWindow``).
 - A tool's outcome (``ToolOutcome``): its text, whether it failed, a change waiting for review
   (``PendingChange``, which may settle itself under its own lock: ``Settles``; a saved one is a
-  ``ProposedChange``; the three live in the leaf ``changes`` and are re-exported here); optionally what it
+  ``ProposedChange``; the three live in the leaf ``changes`` and are re-exported here; one that keeps
+  what its settling said: ``Remembers``); optionally what it
   did (``ToolEffects``: it settles the reply, it changed the workspace, it made or proposed an edit) and a
   warning for the user (``Notifies``).
 - The event sink (``EventSink``): where the loop sends what happens, in order.
@@ -53,6 +54,7 @@ __all__ = [
     "Notifies",
     "PendingChange",
     "ProposedChange",
+    "Remembers",
     "ReusesCache",
     "ServerAddress",
     "Settles",
@@ -341,6 +343,17 @@ class FitsWindow(Protocol):
 
     def fit_window(self, window: int) -> list[str]:
         """Offer the tools for ``window`` tokens; the names left out because it is small."""
+        ...
+
+
+@runtime_checkable
+class Remembers(Protocol):
+    """A pending change that keeps what its last settling said (``tools.edits.PendingEdit``), so a panel
+    that shows it again after ``%agent apply`` can say it too."""
+
+    @property
+    def message(self) -> str:
+        """What settling it said (``Applied the edit to a.py.``, a conflict…); "" until it is settled."""
         ...
 
 

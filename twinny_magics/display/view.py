@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
-from twinny_magics.contracts import PendingChange
+from twinny_magics.contracts import PendingChange, Remembers
 from twinny_magics.display import buttons
 from twinny_magics.display.items import (
     ApprovalItem,
@@ -144,7 +144,8 @@ class EditPanel:
         with self._lock:
             if self.item.status == self._shown:
                 return
-            self.item.message = str(getattr(self.edit, "message", "") or self.item.message)
+            said = self.edit.message if isinstance(self.edit, Remembers) else ""
+            self.item.message = said or self.item.message
             self._render()
 
     def refresh(self) -> None:
