@@ -120,10 +120,11 @@ class Settings(LoopSettings):
     timeout: float | None = _option("timeout", "guarded")
 
     def __post_init__(self) -> None:
+        values = vars(self)
         for f in fields(self):
-            option = f.metadata.get("option")
+            option = f.metadata["option"]
             if option is not None:
-                check(option, getattr(self, f.name))
+                check(option, values[f.name])
         if not 0 <= self.head_start_share <= 0.5:
             raise ValueError(
                 f"head_start_share {self.head_start_share:g}: give a share of the window from 0 to 0.5."
