@@ -25,6 +25,11 @@ toolset): the session's ``settle`` (``%agent apply``) and the display's Apply/Di
 it. It holds the edit's lock, so two settling it at once apply it once (the other is told it is
 "Already applied."), and turns a conflict or an OS error into the message the user reads.
 
+``find`` is matched against the file as the tools show it, secrets masked (`files.shown_text`), and the
+change is made at the same place of the real text only where the match is the file's own text
+(`_own_text`); an edit that touches a hidden value is refused whatever ``find`` holds. Matched against
+the real text, an edit was an oracle: whether ``API_KEY = "a8`` matched told the model the value's start.
+
 Notebooks are refused: JupyterLab may have the file open with unsaved changes, and a write under it
 loses them or clashes with them; the model is told to show the user the new cell instead.
 """
