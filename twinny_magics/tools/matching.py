@@ -1,0 +1,214 @@
+"""Where edit_file's ``find`` matches a file's text: exactly once, else loosely, and what replaces it.
+
+Pure functions over strings. Small models copy text with other indentation, other quotes or spaces
+around punctuation: one match that differs only so is taken (and said), two are refused with their
+lines, none with the lines that come closest — or, when ``replace`` is there already, with a note that
+the change looks made. `own_text` and `in_file` place a match in the text as shown (secrets masked)
+back in the real text, where that is the file's own text (see ``tools/edits.py``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import re
+
+from twinny_magics.errors import WorkspaceError
+from twinny_magics.redact import MASK
+from twinny_magics.tools.base import cut_line
+
+_NUMBERED = re.compile(r"^\s*\d+: ")
+
+
+def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, str]:
+    """Where ``find`` matches ``text`` once (exactly, else loosely), what replaces it there and a note
+    on how loose the match was; else a `WorkspaceError` saying why, with the lines that come closest."""
+    count = text.count(find)
+    if count == 1:
+        start = text.index(find)
+        return start, start + len(find), replace, ""
+    if count > 1:
+        lines = _line_numbers(text, [m.start() for m in re.finditer(re.escape(find), text)])
+        raise WorkspaceError(
+            f"find matches {count} times in {rel}; it must match exactly once. Add a neighbouring "
+            f"line to find so it is unique. The matches start at:\n{_show_lines(text, lines)}"
+        )
+    spans = _loose_spans(text, find)
+    if len(spans) == 1:
+        start, end = spans[0]
+        note = " (find matched only when ignoring differences in whitespace and indentation)"
+        return start, end, _reindent(replace, find, text, start), note
+    if spans or len(looser := _looser_spans(text, find)) != 1:
+        raise WorkspaceError(_not_found(rel, text, find, spans, replace))
+    # Small models write 'x' for "x" and x = 1 for x=1: one match that differs only so is it.
+    start, end = looser[0]
+    note = " (find matched only when ignoring quote style and spaces around punctuation)"
+    return start, end, _same_quotes(replace, find, text[start:end]), note
+
+
+def own_text(content: str, seen: str) -> list[tuple[int, int, int]]:
+    """The stretches of ``seen`` (the file as shown, secrets masked: as many lines as the file) that
+    are the file's own text: ``(start, end, shift)``, ``seen[start:end] == content[start + shift :
+    end + shift]``, in order.
+
+    Line by line: a line shown as it is; of a line that shows masks, the text before the first and
+    after the last (where the file's line has them); a line that differs otherwise, or an empty one
+    after a mask that ran to the end of its line (a private key's hidden lines), is hidden whole. The
+    line end after a mask that ends a line is hidden too: it may lie inside the value.
+    """
+    real_lines, shown_lines = content.split("\n"), seen.split("\n")
+    if len(real_lines) != len(shown_lines):
+        return []
+    runs: list[tuple[int, int, int]] = []
+
+    def own(start: int, end: int, shift: int) -> None:
+        if start >= end:
+            return
+        if runs and runs[-1][1] == start and runs[-1][2] == shift:
+            runs[-1] = (runs[-1][0], end, shift)
+        else:
+            runs.append((start, end, shift))
+
+    real = at = 0
+    hidden_on = False
+    last = len(real_lines) - 1
+    for number, (mine, shown) in enumerate(zip(real_lines, shown_lines, strict=True)):
+        line_end = 1 if number < last else 0
+        if MASK in shown:
+            head, tail = shown.split(MASK, 1)[0], shown.rsplit(MASK, 1)[1]
+            fits = len(head) + len(tail) <= len(mine) and mine.startswith(head) and mine.endswith(tail)
+            if fits:
+                own(at, at + len(head), real - at)
+                if tail:
+                    shift = real + len(mine) - (at + len(shown))
+                    own(at + len(shown) - len(tail), at + len(shown) + line_end, shift)
+            hidden_on = not (fits and tail)
+        elif not (shown == "" and hidden_on) and mine == shown:
+            own(at, at + len(shown) + line_end, real - at)
+            hidden_on = False
+        real += len(mine) + 1
+        at += len(shown) + 1
+    return runs
+
+
+def in_file(runs: list[tuple[int, int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """Where ``seen[start:end]`` is in the file, when all of it is the file's own text (`own_text`)."""
+    index = bisect.bisect_right([first for first, _, _ in runs], start) - 1
+    if index < 0 or end > runs[index][1]:
+        return None
+    shift = runs[index][2]
+    return start + shift, end + shift
+
+
+def _loose_spans(content: str, find: str) -> list[tuple[int, int]]:
+    """Where ``find`` occurs when every run of whitespace (indentation, line ends) may differ."""
+    tokens = find.split()
+    if not tokens:
+        return []
+    loose = re.compile(r"\s+".join(re.escape(token) for token in tokens))
+    return [m.span() for m in loose.finditer(content)]
+
+
+def _looser_spans(content: str, find: str) -> list[tuple[int, int]]:
+    """Where ``find`` occurs when ' and " are one and spaces may come and go around punctuation
+    (``chunksize = 128`` finds ``chunksize=128``); two words stay apart by some whitespace."""
+    pieces = re.findall(r"\s+|\w+|.", find.strip(), flags=re.DOTALL)
+    pattern = []
+    for n, piece in enumerate(pieces):
+        if piece.isspace():
+            before, after = pieces[n - 1], pieces[n + 1]  # strip(): a space is never first or last
+            words = (before[-1].isalnum() or before[-1] == "_") and (after[0].isalnum() or after[0] == "_")
+            pattern.append(r"\s+" if words else r"\s*")
+        elif piece in ("'", '"'):
+            pattern.append(r"['\"]")
+        elif piece[0].isalnum() or piece[0] == "_":
+            pattern.append(re.escape(piece))
+        else:
+            pattern.append(r"[ \t]*" + re.escape(piece) + r"[ \t]*")
+    if not pattern:
+        return []
+    return [m.span() for m in re.finditer("".join(pattern), content)][:10]
+
+
+def _same_quotes(replace: str, find: str, matched: str) -> str:
+    """``replace`` with its quotes turned to the file's where find's quotes were of the other kind."""
+    for mine, theirs in (("'", '"'), ('"', "'")):
+        if mine in find and theirs not in find and theirs in matched and mine not in matched:
+            return replace.replace(mine, theirs)
+    return replace
+
+
+def _reindent(replace: str, find: str, content: str, start: int) -> str:
+    """``replace`` shifted from ``find``'s indentation to the file's, for a whitespace-loose match.
+
+    The match starts at the first non-blank character, after the file's own indentation, so the first
+    line loses its leading blanks and later lines trade ``find``'s indentation for the file's.
+    """
+    line_start = content.rfind("\n", 0, start) + 1
+    file_indent = content[line_start:start]
+    if file_indent.strip():
+        file_indent = ""  # the match starts mid-line: there is no indentation to carry over
+    first = next((line for line in find.splitlines() if line.strip()), "")
+    find_indent = first[: len(first) - len(first.lstrip())]
+    lines = replace.strip().split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        if not line.strip():
+            out.append(line.strip(" \t"))
+        elif line.startswith(find_indent):
+            out.append(file_indent + line[len(find_indent) :])
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _line_numbers(content: str, offsets: list[int]) -> list[int]:
+    return [content.count("\n", 0, offset) + 1 for offset in offsets]
+
+
+def _show_lines(content: str, numbers: list[int]) -> str:
+    lines = content.splitlines()
+    return "\n".join(f"  {n}: {cut_line(lines[n - 1].strip(), 120)}" for n in numbers[:8])
+
+
+def _not_found(rel: str, content: str, find: str, spans: list[tuple[int, int]], replace: str = "") -> str:
+    """Why ``find`` did not match once, with the lines that come closest (or, when ``replace`` is
+    there already, that the change seems made: small models repeat an edit that has just worked)."""
+    if not spans and _made_already(content, find, replace):
+        where = content.find(replace.strip())
+        at = f" (line {content.count(chr(10), 0, where) + 1})" if where >= 0 else ""
+        return (
+            f"find is not in {rel}, but replace is{at}: this change looks made already, by an earlier edit. "
+            "Do not make it again. If that was all the user asked, answer now."
+        )
+    if spans:
+        lines = _line_numbers(content, [start for start, _ in spans])
+        return (
+            f"find is not in {rel} exactly; ignoring whitespace it matches {len(spans)} times, so it is "
+            f"ambiguous. Copy the text exactly from read_file and add a neighbouring line. Matches at:\n"
+            f"{_show_lines(content, lines)}"
+        )
+    hint = ""
+    if any(_NUMBERED.match(line) for line in find.splitlines()):
+        hint = " find must not include the line numbers that read_file shows."
+    first = next((line.strip() for line in find.splitlines() if line.strip()), find.strip())
+    stripped = [line.strip() for line in content.splitlines()]
+    close = difflib.get_close_matches(first, stripped, n=3, cutoff=0.5)
+    numbers = sorted({stripped.index(line) + 1 for line in close})
+    message = f"find was not found in {rel}.{hint}"
+    if numbers:
+        message += f" The closest lines are:\n{_show_lines(content, numbers)}\n"
+        again = max(1, numbers[0] - 5)
+        message += f"Read them again (read_file {rel} start_line={again}) and copy the text exactly."
+    else:
+        message += f" Read the file again (read_file {rel}) and copy the text exactly."
+    return message
+
+
+def _made_already(content: str, find: str, replace: str) -> bool:
+    """Whether a replace of some substance (not a word that could be anywhere, not part of find, no
+    line numbers copied into find) is in the file as it stands."""
+    text = replace.strip()
+    if len(text) < 6 or text in find or any(_NUMBERED.match(line) for line in find.splitlines()):
+        return False
+    return text in content or len(_looser_spans(content, text)) == 1
