@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from test_security_deny_names import CREDENTIAL_NAMES, NEAR_MISSES  # noqa: E402 - tests are no package
 
-from twinny_magics.tools import files  # noqa: E402
+from twinny_magics.tools import files, grep  # noqa: E402
 from twinny_magics.tools.base import ToolLimits  # noqa: E402
 from twinny_magics.tools.denied import SecretFiles  # noqa: E402
 from twinny_magics.tools.paths import Confinement  # noqa: E402
@@ -140,7 +140,7 @@ def main() -> None:
             shutil.copytree(ROOT / part, corpus / part, ignore=shutil.ignore_patterns("__pycache__"))
         size = sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file())
         grep_before = grep_cost(old_files.grep, corpus, lambda: None)
-        grep_after = grep_cost(files.grep, corpus, files._shown_cache.clear)
+        grep_after = grep_cost(grep.grep, corpus, files._shown_cache.clear)
 
     rows = [
         ("credential names withheld", "credential_coverage", "credentials_withheld", "credentials"),

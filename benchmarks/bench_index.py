@@ -11,7 +11,7 @@ written to a temporary folder, with the index kept in another (``TWINNY_MAGICS_I
 - an update after 10 files were edited;
 - search latency over ``--queries`` queries (names, name parts, plain words, whole questions), median and
   p95: ``search`` as the tool calls it (an update walk, then the query) and the query alone;
-- ``tools.files.grep`` of one word, as the model would call it, in the same run: a name defined in one
+- ``tools.grep.grep`` of one word, as the model would call it, in the same run: a name defined in one
   file (grep reads every file), and a common word (grep stops at its match limit); median of 3.
 
 The machine is shared (2 cores, other jobs): read the ratios, not the absolute times.
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from twinny_magics.retrieval import query_terms
-from twinny_magics.tools import ToolLimits, files, search_index
+from twinny_magics.tools import ToolLimits, grep, search_index
 from twinny_magics.tools.paths import Confinement
 
 RESULTS = Path(__file__).with_name("results_index.json")
@@ -169,9 +169,9 @@ def main() -> None:
 
         # grep as the model calls it: a name defined in one file (every file is read) and a common word.
         rare = "LIMIT_77_42" if args.files > 7742 else "LIMIT_0_1"
-        grep_rare = [timed(lambda: files.grep(conf, limits, rare, None))[0] for _ in range(3)]
-        grep_common = [timed(lambda: files.grep(conf, limits, "defaultdict", None))[0] for _ in range(3)]
-        grep_text = files.grep(conf, limits, rare, None)
+        grep_rare = [timed(lambda: grep.grep(conf, limits, rare, None))[0] for _ in range(3)]
+        grep_common = [timed(lambda: grep.grep(conf, limits, "defaultdict", None))[0] for _ in range(3)]
+        grep_text = grep.grep(conf, limits, rare, None)
         search_rare = [timed(lambda: index.search(rare, 4))[0] for _ in range(3)]
         rare_found = index.search(rare, 4)
         index.close()

@@ -36,6 +36,7 @@ from twinny_magics.conversation import ToolCall
 from twinny_magics.events import Reply
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import ToolLimits, ToolOutput, Workspace, files
+from twinny_magics.tools import grep as grep_tool
 from twinny_magics.tools.paths import Confinement
 
 # Catastrophic for Python's re (exponential backtracking). The `regex` engine answers the three
@@ -243,7 +244,7 @@ def test_whole_file_search_finds_exactly_the_lines_a_per_line_search_finds() -> 
         ),
     )
     def same(text: str, pattern: str) -> None:
-        search = files._Search(pattern, None, 5.0)
+        search = grep_tool._Search(pattern, None, 5.0)
         got = [(n, line, found.group(0)) for n, line, found in search.matches(text, 5.0)]
         body = text[:-1] if text.endswith("\n") else text
         lines = body.split("\n") if text else []  # "" has no line; "\n" has one, empty
@@ -263,7 +264,7 @@ async def test_ordinary_grep_over_a_real_tree_finds_what_per_line_re_finds() -> 
     conf = Confinement(tree)
     for pattern in (r"def \w+\(", r"(?i)todo|fixme", r"^class [A-Z]"):
         started = time.monotonic()
-        out = await asyncio.to_thread(files.grep, conf, limits, pattern, None)
+        out = await asyncio.to_thread(grep_tool.grep, conf, limits, pattern, None)
         took = time.monotonic() - started
         want = _reference(tree, pattern)
         assert len(_rows(out)) == len(want), pattern
@@ -372,14 +373,14 @@ async def test_a_file_that_cannot_be_opened_is_named_and_the_search_goes_on(
 ) -> None:
     for name in ("a.txt", "b.txt", "c.txt"):
         (tmp_path / name).write_text(f"needle in {name}\n")
-    opened = files.open_file
+    opened = grep_tool.open_file
 
     def guarded(file: Any) -> Any:
         if file.rel == "b.txt":
             raise error  # as root, chmod 000 would not stop a read
         return opened(file)
 
-    monkeypatch.setattr(files, "open_file", guarded)
+    monkeypatch.setattr(grep_tool, "open_file", guarded)
     out = await call(Workspace(tmp_path), "grep", pattern="needle")
     assert _rows(out.text) == [("a.txt", 1, "needle in a.txt"), ("c.txt", 1, "needle in c.txt")]
     assert f"[1 file(s) could not be searched: {said}.]" in out.text
@@ -390,14 +391,14 @@ async def test_a_bug_on_one_file_is_named_and_the_search_goes_on(
 ) -> None:
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_text(f"needle in {name}\n")
-    real = files._grep_text
+    real = grep_tool._grep_text
 
     def broken(entry: object, limits: ToolLimits) -> str | None:
         if getattr(entry, "rel", "") == "a.txt":
             raise KeyError("surprise")
         return real(entry, limits)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(files, "_grep_text", broken)
+    monkeypatch.setattr(grep_tool, "_grep_text", broken)
     out = await call(Workspace(tmp_path), "grep", pattern="needle")
     assert _rows(out.text) == [("b.txt", 1, "needle in b.txt")]
     assert "a.txt (KeyError)" in out.text
@@ -496,7 +497,8 @@ def test_text_lines_reads_no_further_than_its_budget(tmp_path: Path) -> None:
 
 def _grep_running() -> bool:
     return any(
-        frame.f_code.co_name == "grep" and frame.f_code.co_filename == files.__file__ for frame in _frames()
+        frame.f_code.co_name == "grep" and frame.f_code.co_filename == grep_tool.__file__
+        for frame in _frames()
     )
 
 

@@ -28,6 +28,7 @@ import pytest
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools import PendingEdit, ToolOutput, Workspace, edits, files, ignores
+from twinny_magics.tools import grep as grep_tool
 from twinny_magics.tools.denied import DEFAULT_SECRET_FILES, SecretFiles
 from twinny_magics.tools.paths import Confinement, Target
 
@@ -857,6 +858,7 @@ async def test_reads_and_greps_do_not_block_on_a_fifo_swapped_in(
         return answer
 
     monkeypatch.setattr(files, "is_regular", is_regular_then_swap)
+    monkeypatch.setattr(grep_tool, "is_regular", is_regular_then_swap)
     ws = Workspace(ws_root)
     out = run_with_deadline(
         lambda: asyncio.run(call(ws, "read_file", path="notes.txt")), ws_root / "notes.txt"

@@ -527,10 +527,10 @@ async def test_the_hints_look_only_where_grep_may(tmp_path: Path) -> None:
 
 async def test_the_hints_keep_to_the_time_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With no time left for a hint, grep answers without one rather than running on."""
-    from twinny_magics.tools import files
+    from twinny_magics.tools import grep
 
     make(tmp_path, {"a.txt": "Needle\n"})
-    monkeypatch.setattr(files, "HINT_SECONDS", 0.0)
+    monkeypatch.setattr(grep, "HINT_SECONDS", 0.0)
     out = await Workspace(tmp_path).run(ToolCall("grep", {"pattern": "needle"}))
     assert out.text == "No matches for 'needle' in the workspace."
 

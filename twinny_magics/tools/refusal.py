@@ -18,7 +18,7 @@ from typing import Any
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import ToolLimits, call_text, cut_line
-from twinny_magics.tools.files import HINT_SECONDS, PATTERN_CHARS, files_matching
+from twinny_magics.tools.grep import HINT_SECONDS, PATTERN_CHARS, files_matching
 from twinny_magics.tools.paths import Confinement, Target, shown
 from twinny_magics.tools.tool import Kind, Param, ToolSpec
 

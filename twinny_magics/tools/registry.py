@@ -18,18 +18,18 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from twinny_magics.tools import files, notebook, variables
+from twinny_magics.tools import files, grep, listing, notebook, variables
 from twinny_magics.tools.base import ToolOutput
 from twinny_magics.tools.context import ToolContext
 from twinny_magics.tools.tool import Param, Tool
 
 
 async def _list_dir(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(files.list_dir(ctx.conf, ctx.limits, args.get("path")))
+    return ToolOutput(listing.list_dir(ctx.conf, ctx.limits, args.get("path")))
 
 
 async def _find_files(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(await _stoppable(files.find_files, ctx.conf, ctx.limits, args["pattern"]))
+    return ToolOutput(await _stoppable(listing.find_files, ctx.conf, ctx.limits, args["pattern"]))
 
 
 async def _read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
@@ -42,7 +42,7 @@ async def _search(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
 
 
 async def _grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(await _stoppable(files.grep, ctx.conf, ctx.limits, args["pattern"], args.get("path")))
+    return ToolOutput(await _stoppable(grep.grep, ctx.conf, ctx.limits, args["pattern"], args.get("path")))
 
 
 async def _stoppable(search: Callable[..., str], *args: Any) -> str:
