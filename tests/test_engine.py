@@ -236,7 +236,18 @@ def test_a_warning_a_calls_outcome_carries_is_said_among_the_replys_notices() ->
 # -- the package's shape ----------------------------------------------------------------------------------
 
 
-ORDER = ("settings", "question", "rendering", "offer", "meter", "telling", "reading", "calls", "run")
+ORDER = (
+    "settings",
+    "question",
+    "rendering",
+    "offer",
+    "meter",
+    "telling",
+    "reading",
+    "calls",
+    "citations",
+    "run",
+)
 #: What the engine never imports: its caller, and the layers above the loop.
 ABOVE = {"loop", "agent", "magic", "sessions", "display"}
 

@@ -132,6 +132,19 @@ class Step:
     problems: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Citation:
+    """A ``file:line`` an answer cites, checked against the file: ``holds`` (what the answer says is on
+    that line or next to it), ``wrong`` (it is not: ``found`` holds what the lines say) or ``unchecked``
+    (``why``: outside the workspace, a denied file, no such line number…)."""
+
+    path: str
+    line: int
+    status: str
+    found: str = ""
+    why: str = ""
+
+
 @dataclass
 class Reply:
     """A finished reply: its answer text, its steps and its requests."""
@@ -148,6 +161,8 @@ class Reply:
     head_start: ToolResult | None = None
     #: How long the reply took, from its question to its end (set by the session; None when not timed).
     seconds: float | None = None
+    #: The ``file:line`` citations of the answer, each checked against the file (``engine.citations``).
+    citations: list[Citation] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

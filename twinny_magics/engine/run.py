@@ -33,6 +33,7 @@ from twinny_magics.events import CallFinished, CallStarted, Reply, RequestRecord
 from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
     IMITATED_RESULT_NOTICE,
+    NO_ANSWER,
     edit_first_prompt,
     imitated_result_prompt,
     look_first_prompt,
@@ -46,6 +47,8 @@ from twinny_magics.redact import mask_value
 from twinny_magics.retrieval import HEAD_START_LEAD, HEAD_START_TOOL
 
 from .calls import Calls, offers_the_nudged_edit
+from .citations import check as check_cited
+from .citations import correction as cited_correction
 from .meter import Meter, Weighed, reuses_cache
 from .offer import Offer
 from .question import Question
@@ -54,6 +57,8 @@ from .telling import Teller
 
 #: The key of the head start's pseudo-call in the events (a call of step 0).
 HEAD_START_KEY = "0.start"
+#: The pseudo-call a wrong citation's lines come back as (no tool of that name is offered: never run).
+CHECK_TOOL = "check_citations"
 log = logging.getLogger(__name__)
 
 
@@ -105,8 +110,9 @@ class Run:
         #: The look-first and edit-first nudges, each sent at most once; the small-window warning, said once.
         self.nudged = False
         self.edit_nudged = False
-        #: A reply that imitated a tool result is sent back once.
+        #: A reply that imitated a tool result is sent back once; so is an answer whose citation is wrong.
         self.imitated = False
+        self.cited = False
         self.warned = False
         #: Whether the last reply's calls (or broken calls) came as native tool calls, not as text.
         self.native_reply = False
@@ -271,6 +277,7 @@ class Run:
         reply.steps.append(record)
         if last:
             self._close(text, calls, imitation)
+            await self._check_citations(record, last=True)
             return True
         if self._learn_mode(calls, problems):
             self.messages = [self.offer.system_message(), *self.messages[1:]]  # the tools, listed as text
@@ -292,6 +299,8 @@ class Run:
                 record.problems = ["answered a request for a change without making it: nudged to edit"]
                 return False
             reply.text = text.strip()
+            if await self._check_citations(record, last=False):
+                return False
             reply.stopped = "answer"
             return True
         self.messages = [*self.messages, *await self.calls.run(record, text, calls, plan, self.messages)]
@@ -317,6 +326,30 @@ class Run:
         else:
             reply.text = content
         reply.stopped = "settled" if self.calls.settled else "stuck" if self.stuck else "steps"
+
+    async def _check_citations(self, record: Step, *, last: bool) -> bool:
+        """Check the answer's ``file:line`` citations against the files (kept on the reply); once a reply,
+        when one does not hold and a step is left, the answer goes back with what the lines really say
+        (as a result: file text is data). Whether it went back."""
+        reply = self.reply
+        if reply.text.startswith(NO_ANSWER):
+            return False
+        reply.citations = await check_cited(reply.text, self.question.text, self.tools)
+        said = cited_correction(reply.citations)
+        if not said or last or self.cited:
+            return False
+        self.cited = True
+        call = ToolCall(
+            CHECK_TOOL, {"cited": [f"{c.path}:{c.line}" for c in reply.citations]}, id="call_check"
+        )
+        self.messages = [
+            *self.messages,
+            assistant(reply.text, (call,)),
+            tool_result(ToolResult(call, said, self.number)),
+        ]
+        record.problems = ["a cited line does not hold what the answer says: told what the lines say"]
+        reply.text, reply.citations = "", []
+        return True
 
     def _without_imitation(self, imitation: Imitation, calls: list[ToolCall]) -> str:
         """A reply's text without the results it imitated; in text mode with the call it is read as,

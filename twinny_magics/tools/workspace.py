@@ -26,7 +26,7 @@ from twinny_magics import cells, retrieval
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
-from twinny_magics.tools import commands
+from twinny_magics.tools import commands, files
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
@@ -310,6 +310,21 @@ class Workspace:
             raise WorkspaceError('search needs words, e.g. {"words": "merge dicts"}.')
         chunks = self.index.search(words, SEARCH_CHUNKS)
         return retrieval.search_text(words, chunks, SEARCH_CHARS, len(self.index.last.files))
+
+    def cited_lines(self, path: str, first: int, last: int) -> list[tuple[int, str]]:
+        """Lines ``first``..``last`` of a file the tools may read, numbered as read_file numbers them (a
+        notebook as its cell view), secrets masked; a WorkspaceError says why a file may not be read (the
+        same path checks and deny list as read_file's). Checks an answer's citations. Blocking."""
+        target = files.require(self._conf, path, self.limits, want="file")
+        if target.real.suffix != ".ipynb" and files.is_binary(target):
+            raise WorkspaceError(f"{target.rel} is a binary file.")
+        out: list[tuple[int, str]] = []
+        for number, (head, _) in enumerate(files.TextLines(target, keep=self.limits.line_chars), start=1):
+            if number > last:
+                break
+            if number >= first:
+                out.append((number, mask_secrets(head)))
+        return out
 
     def head_start(self, question: str, chars: int, *, map: bool = True, evidence: bool = True) -> str:
         """What the loop gives the model before its first step, within ``chars``: a map of the workspace

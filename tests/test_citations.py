@@ -1,0 +1,168 @@
+"""Grounded answers: each file:line an answer cites is checked against the file; a wrong one goes back
+once with what the lines say; a citation outside the workspace, of a denied file or of an absurd line
+is not checked, and nothing is read for it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from twinny_magics.agent import Agent
+from twinny_magics.engine import citations
+from twinny_magics.servers.scripted import ScriptedServer
+from twinny_magics.tools.workspace import Workspace
+
+APP = "import os\n\n\nPORT = 8080\nHOST = 'localhost'\n\n\ndef serve(port=PORT):\n    return port\n"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "app.py").write_text(APP)
+    (root / ".env").write_text("API_KEY=sk-live-1234567890abcdef\n")
+    (tmp_path / "outside.txt").write_text("PORT = 1\n")
+    return root
+
+
+def ask(workspace: Path, *replies: str, steps: int = 4) -> tuple[Agent, ScriptedServer]:
+    server = ScriptedServer(list(replies))
+    agent = Agent(server=server, workspace=workspace, mode="text", steps=steps)
+    agent.run("Which port does app.py use (the constant PORT)?")
+    return agent, server
+
+
+@pytest.mark.parametrize(
+    ("text", "pairs"),
+    [
+        ("PORT is 8080 (app.py:4).", [("app.py", 4)]),
+        ("See `app.py:4-5` and src/x.py:10.", [("app.py", 4), ("src/x.py", 10)]),
+        ("It is on line 4 of app.py.", [("app.py", 4)]),
+        ("app.py, line 4 sets it", [("app.py", 4)]),
+        ("In `app.py` (line 4).", [("app.py", 4)]),
+        ("Line 4.", []),
+        ("Version 3.8 of python.", []),
+    ],
+)
+def test_the_citations_an_answer_writes_are_read(text: str, pairs: list[tuple[str, int]]) -> None:
+    assert citations.find_citations(text) == pairs
+
+
+def test_a_citation_that_holds_is_kept_as_checked_and_nothing_goes_back(workspace: Path) -> None:
+    agent, server = ask(workspace, "PORT is 8080 (app.py:4).")
+    reply = agent.replies[-1]
+    assert reply.text == "PORT is 8080 (app.py:4)."
+    assert [(c.path, c.line, c.status) for c in reply.citations] == [("app.py", 4, "holds")]
+    assert len(server.requests) == 1
+    assert citations.summary(reply.citations) == "Citations: app.py:4 checked"
+
+
+def test_a_citation_one_line_off_still_holds(workspace: Path) -> None:
+    agent, _ = ask(workspace, "PORT = 8080, see app.py:5.")
+    assert agent.replies[-1].citations[0].status == "holds"
+
+
+def test_a_wrong_citation_goes_back_once_with_what_the_lines_say(workspace: Path) -> None:
+    agent, server = ask(workspace, "PORT is 8080 (app.py:1).", "PORT is 8080 (app.py:4).")
+    reply = agent.replies[-1]
+    assert reply.text == "PORT is 8080 (app.py:4)."
+    assert [c.status for c in reply.citations] == ["holds"]
+    told = server.requests[1].messages[-1]["content"]
+    assert "app.py:1: the line does not hold what the answer says" in told
+    assert "1: import os" in told
+    assert '<tool_result name="check_citations">' in told  # file text comes back as data
+    assert reply.steps[0].problems == [
+        "a cited line does not hold what the answer says: told what the lines say"
+    ]
+
+
+def test_a_second_wrong_citation_is_kept_as_wrong_without_another_turn(workspace: Path) -> None:
+    agent, server = ask(workspace, "PORT is 8080 (app.py:1).", "Still app.py:1, PORT = 8080.")
+    reply = agent.replies[-1]
+    assert reply.text == "Still app.py:1, PORT = 8080."
+    assert [c.status for c in reply.citations] == ["wrong"]
+    assert len(server.requests) == 2
+    assert citations.summary(reply.citations) == "Citations: app.py:1 does not hold"
+
+
+def test_a_wrong_citation_on_the_closing_request_is_kept_as_wrong(workspace: Path) -> None:
+    grep = '```tool\n{"name": "grep", "arguments": {"pattern": "PORT"}}\n```'
+    agent, server = ask(workspace, grep, "PORT is 8080 (app.py:1).", steps=2)
+    reply = agent.replies[-1]
+    assert reply.text == "PORT is 8080 (app.py:1)."
+    assert [c.status for c in reply.citations] == ["wrong"]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("cited", "why"),
+    [
+        ("../outside.txt:1", "above the workspace"),
+        (".env:1", ""),
+        ("app.py:99999999999", "no file has a line"),
+        ("missing.py:3", "does not exist"),
+    ],
+)
+def test_a_hostile_citation_is_not_checked_and_nothing_is_read_for_it(
+    workspace: Path, cited: str, why: str
+) -> None:
+    agent, server = ask(workspace, f"PORT = 8080 ({cited}).")
+    reply = agent.replies[-1]
+    (found,) = reply.citations
+    assert found.status == "unchecked"
+    assert why in found.why
+    assert found.found == ""
+    assert len(server.requests) == 1  # not sent back: nothing was read to tell
+    assert "sk-live" not in repr(reply)
+
+
+def test_an_absolute_path_is_not_read(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    agent, _ = ask(workspace, f"PORT = 1 ({outside}:1).")
+    assert [c.status for c in agent.replies[-1].citations] == ["unchecked"]
+
+
+def test_a_huge_line_number_reads_nothing() -> None:
+    class Spy:
+        read = 0
+
+        def cited_lines(self, path: str, first: int, last: int) -> list[tuple[int, str]]:
+            Spy.read += 1
+            return []
+
+    found = asyncio.run(citations.check("x (a.py:1000001) and b.py:0", "q", Spy()))
+    assert [c.status for c in found] == ["unchecked", "unchecked"]
+    assert Spy.read == 0
+
+
+def test_at_most_eight_citations_are_checked() -> None:
+    text = " ".join(f"a.py:{n}" for n in range(1, 40))
+    assert len(citations.find_citations(text)) == citations.MAX_CITATIONS
+
+
+def test_the_lines_told_back_have_secrets_masked(tmp_path: Path) -> None:
+    (tmp_path / "conf.py").write_text("TOKEN = 'ghp_0123456789abcdefghijABCDEFGHIJ012345'\nX = 1\n")
+    found = asyncio.run(citations.check("X = 1 (conf.py:2)", "what is X?", Workspace(tmp_path)))
+    assert found[0].status == "holds"
+    wrong = asyncio.run(citations.check("Y is 2 (conf.py:1)", "what is Y?", Workspace(tmp_path)))
+    assert wrong[0].status == "wrong"
+    assert "ghp_0123456789" not in wrong[0].found
+
+
+def test_a_notebook_is_checked_as_its_cell_view(tmp_path: Path) -> None:
+    import json
+
+    cell = {
+        "cell_type": "code",
+        "source": ["LIMIT = 250\n"],
+        "metadata": {},
+        "outputs": [],
+        "execution_count": 1,
+    }
+    (tmp_path / "n.ipynb").write_text(
+        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    lines = Workspace(tmp_path).cited_lines("n.ipynb", 1, 3)
+    assert any("LIMIT = 250" in text for _, text in lines)
