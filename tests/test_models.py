@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import random
 import socket
 import threading
 from collections.abc import Iterator
@@ -87,7 +88,7 @@ class FakeHub:
 
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return server
 
     def _hub(self, h: http.server.BaseHTTPRequestHandler, *, head: bool) -> None:
@@ -210,13 +211,31 @@ def gguf() -> bytes:
     return smollm2_path().read_bytes()
 
 
-@pytest.fixture
-def fake_hub(gguf: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
-    """A fake hub serving SmolLM2's bytes under every catalog file; the cache in tmp_path."""
-    files = {(m.repo, m.filename): gguf for m in CATALOG if m.repo is not None}
-    served = FakeHub(files)
+@pytest.fixture(scope="module")
+def blob() -> bytes:
+    """A small stand-in for a model file (3 MB): the tests that need no real model pull this."""
+    return b"GGUF" + random.Random(0).randbytes(3_000_000 - 4)
+
+
+def serve(data: bytes, monkeypatch: pytest.MonkeyPatch) -> FakeHub:
+    served = FakeHub({(m.repo, m.filename): data for m in CATALOG if m.repo is not None})
     monkeypatch.setenv("HF_ENDPOINT", served.url)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    return served
+
+
+@pytest.fixture
+def fake_hub(blob: bytes, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    """A fake hub serving ``blob`` under every catalog file (the cache is in tmp_path)."""
+    served = serve(blob, monkeypatch)
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def gguf_hub(gguf: bytes, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    """A fake hub serving the real SmolLM2 GGUF (98 MB) under every catalog file."""
+    served = serve(gguf, monkeypatch)
     yield served
     served.close()
 
@@ -315,8 +334,9 @@ def test_a_hostile_name_is_an_unknown_model_quoted_short_and_touches_nothing(
 
 
 def test_pull_downloads_into_the_hub_cache_with_progress_and_checks_the_file(
-    fake_hub: FakeHub, tmp_path: Path, gguf: bytes
+    gguf_hub: FakeHub, tmp_path: Path, gguf: bytes
 ) -> None:
+    fake_hub = gguf_hub
     seen: list[tuple[int, int]] = []
     pulled = models.pull(NAME, progress=lambda done, total: seen.append((done, total)))
     assert pulled.downloaded
@@ -340,12 +360,13 @@ def test_pull_downloads_into_the_hub_cache_with_progress_and_checks_the_file(
     assert len(fake_hub.gets()) == gets
 
 
-def test_a_cut_connection_is_resumed_with_a_range_request(fake_hub: FakeHub, gguf: bytes) -> None:
-    fake_hub.faults.cut_at = len(gguf) // 3
+def test_a_cut_connection_is_resumed_with_a_range_request(gguf_hub: FakeHub, gguf: bytes) -> None:
+    """The real file: huggingface_hub writes in 10 MB chunks, so a cut must come after one to be resumed."""
+    gguf_hub.faults.cut_at = len(gguf) // 3
     seen: list[int] = []
     pulled = models.pull(NAME, progress=lambda done, total: seen.append(done))
     assert pulled.path.read_bytes() == gguf
-    ranges = [r for method, path, r in fake_hub.gets() if r is not None]
+    ranges = [r for method, path, r in gguf_hub.gets() if r is not None]
     assert len(ranges) == 1
     resumed_at = int(ranges[0].removeprefix("bytes=").rstrip("-"))
     assert 0 < resumed_at <= len(gguf) // 3
@@ -353,9 +374,9 @@ def test_a_cut_connection_is_resumed_with_a_range_request(fake_hub: FakeHub, ggu
 
 
 def test_a_file_that_does_not_match_its_checksum_is_deleted_and_refused(
-    fake_hub: FakeHub, tmp_path: Path, gguf: bytes
+    fake_hub: FakeHub, tmp_path: Path, blob: bytes
 ) -> None:
-    fake_hub.faults.body = bytes(len(gguf))  # the right length, the wrong bytes
+    fake_hub.faults.body = bytes(len(blob))  # the right length, the wrong bytes
     with pytest.raises(HubRefused, match="does not match its checksum"):
         models.pull(NAME)
     assert model_files(tmp_path) == []
@@ -374,16 +395,16 @@ def test_a_hub_serving_another_file_than_the_one_measured_is_refused_before_down
 
 
 def test_no_room_on_disk_is_refused_before_downloading(
-    fake_hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gguf: bytes
+    fake_hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blob: bytes
 ) -> None:
     real = hub.shutil.disk_usage
 
     def small_disk(path: Any) -> Any:
         usage = real(path)
-        return type(usage)(usage.total, usage.total - len(gguf), len(gguf))  # exactly the file: no headroom
+        return type(usage)(usage.total, usage.total - len(blob), len(blob))  # exactly the file: no headroom
 
     monkeypatch.setattr(hub.shutil, "disk_usage", small_disk)
-    with pytest.raises(NotEnoughDisk, match="needs 98 MB") as caught:
+    with pytest.raises(NotEnoughDisk, match="needs 3 MB") as caught:
         models.pull(NAME)
     assert "nothing downloaded" in str(caught.value)
     assert fake_hub.gets() == []
@@ -407,9 +428,9 @@ def test_a_huge_content_length_after_a_small_size_does_not_bypass_the_disk_check
     assert model_files(tmp_path) == []
 
 
-def test_a_body_longer_than_the_size_named_is_cut_off(fake_hub: FakeHub, tmp_path: Path, gguf: bytes) -> None:
+def test_a_body_longer_than_the_size_named_is_cut_off(fake_hub: FakeHub, tmp_path: Path, blob: bytes) -> None:
     """The HEAD names a small size (which passes the disk check); the CDN streams on without a length."""
-    fake_hub.faults.size = str(len(gguf) // 10)
+    fake_hub.faults.size = str(len(blob) // 10)
     fake_hub.faults.chunked = True
     with pytest.raises(HubRefused, match="sent more than"):
         models.pull(NAME)
@@ -457,11 +478,11 @@ def test_a_hub_that_changes_its_answer_after_the_first_head_is_still_checked(
 
 
 def test_a_renamed_repo_s_redirect_with_an_etag_of_its_own_is_followed(
-    fake_hub: FakeHub, gguf: bytes
+    fake_hub: FakeHub, blob: bytes
 ) -> None:
     fake_hub.faults.renamed = True
     pulled = models.pull(NAME)
-    assert pulled.path.read_bytes() == gguf
+    assert pulled.path.read_bytes() == blob
     assert any(
         path.startswith("/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF-renamed/") for _, path, _ in fake_hub.log
     )
@@ -503,7 +524,7 @@ def test_a_hub_answering_503_or_offline_mode_is_the_same_one_line(
 
 
 def test_offline_a_model_already_pulled_is_checked_and_used_without_the_hub(
-    fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch, gguf: bytes
+    fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch, blob: bytes
 ) -> None:
     pulled = models.pull(NAME)
     asked = len(fake_hub.log)
@@ -515,9 +536,9 @@ def test_offline_a_model_already_pulled_is_checked_and_used_without_the_hub(
     fake_hub.faults.status = 503
     assert models.pull(NAME).path == pulled.path
     # A copy spoiled on disk is found out offline too, and removed.
-    blob = pulled.path.resolve()
-    blob.chmod(0o644)
-    blob.write_bytes(b"spoiled" + gguf[7:])
+    stored = pulled.path.resolve()
+    stored.chmod(0o644)
+    stored.write_bytes(b"spoiled" + blob[7:])
     with pytest.raises(HubRefused, match="does not match its checksum"):
         models.pull(NAME)
     assert hub.cached_path(find(NAME)) is None
@@ -574,7 +595,7 @@ def test_for_embedded_names_the_file_and_window_to_load_when_no_server_answers(
 
 
 @pytest.mark.server
-def test_a_pulled_model_is_served_by_the_embedded_server_and_answers(fake_hub: FakeHub) -> None:
+def test_a_pulled_model_is_served_by_the_embedded_server_and_answers(gguf_hub: FakeHub) -> None:
     models.pull(NAME)
     server = models.start(NAME, n_ctx=1024)
     try:
@@ -625,8 +646,8 @@ def test_the_models_table_says_what_is_on_disk_and_how_to_pull_the_rest(
     assert "23/37 toolz" in text
     with capture_output() as out:
         pulled = ip.run_line_magic("test_pull", NAME)
-    assert "100% of 98 MB" in out.stdout  # the test shell has no kernel: progress as text
-    assert f"{NAME}: 98 MB in" in repr(pulled)
+    assert "100% of 3 MB" in out.stdout  # the test shell has no kernel: progress as text
+    assert f"{NAME}: 3 MB in" in repr(pulled)
     assert f"--model {NAME}" in repr(pulled)
     after = ip.run_line_magic("test_models", "")
     assert f"%agent pull {NAME}" not in after.text()
@@ -648,7 +669,7 @@ def test_a_pull_error_in_the_notebook_is_one_line(fake_hub: FakeHub, ip: Interac
         ip.run_line_magic("test_pull", "")
 
 
-def test_a_pull_in_a_kernel_shows_a_widget_bar(fake_hub: FakeHub, gguf: bytes) -> None:
+def test_a_pull_in_a_kernel_shows_a_widget_bar(fake_hub: FakeHub, blob: bytes) -> None:
     class Kernel:  # only its presence matters: magic_pull asks whether the shell has a kernel
         pass
 
@@ -657,7 +678,7 @@ def test_a_pull_in_a_kernel_shows_a_widget_bar(fake_hub: FakeHub, gguf: bytes) -
 
     with capture_output() as out:
         report = models.magic_pull([NAME], shell=Shell())
-    assert report.pulled.size == len(gguf)
+    assert report.pulled.size == len(blob)
     assert out.stdout == ""  # no text lines: the bar is a widget
     assert any("HBox" in str(o.data) for o in out.outputs)
 
