@@ -294,11 +294,12 @@ def test_the_catalog_loads_neither_the_hub_library_nor_a_client() -> None:
         "Qwen2.5-Coder-1.5B-Instruct",
         "qwen2.5-coder-1.5b-instruct-q4_k_m",
         "Qwen2.5-Coder-1.5B-Instruct-GGUF",
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
     ],
 )
 def test_a_model_is_found_however_it_is_spelled(typed: str) -> None:
     assert find(typed).name == "qwen2.5-coder-1.5b"
-    assert normalise(typed) == "qwen2.5-coder-1.5b"
+    assert normalise(typed).endswith("qwen2.5-coder-1.5b")
 
 
 @pytest.mark.parametrize(
@@ -585,6 +586,8 @@ def test_for_embedded_names_the_file_and_window_to_load_when_no_server_answers(
         models.for_embedded("qwen2.5-coder:3b")
     with pytest.raises(UnknownModel, match="Did you mean"):
         models.for_embedded("qwen2.5-coder-3")
+    with pytest.raises(NotPulled, match=r"%agent pull qwen2\.5-coder-1\.5b"):
+        models.for_embedded("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF")  # a repo id, not a path
     pulled = models.pull(NAME)
     assert models.for_embedded(None) == (pulled.path, 4096)
     assert models.for_embedded(NAME) == (pulled.path, 4096)

@@ -106,6 +106,7 @@ def find(name: str, catalog: tuple[CatalogModel, ...] = CATALOG) -> CatalogModel
     key = normalise(name)
     for model in catalog:
         spellings = (model.name, *model.aliases, normalise(model.title), normalise(model.filename[:-5]))
+        spellings += (normalise(model.repo),) if model.repo else ()
         if key in spellings:
             return model
     names = [model.name for model in catalog]

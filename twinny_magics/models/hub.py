@@ -134,7 +134,7 @@ def best_on_disk() -> OnDisk | None:
 def resolve(name_or_path: str | os.PathLike[str]) -> tuple[Path, CatalogModel | None]:
     """The GGUF file a ``--model`` value names: a path as it is, a catalog name where it was pulled to."""
     text = os.fspath(name_or_path)
-    if text.lower().endswith(".gguf") or os.sep in text or os.path.isfile(text):
+    if text.lower().endswith(".gguf") or os.path.isfile(text):
         path = Path(text).expanduser()
         if not path.is_file():
             raise NotPulled(f"No GGUF file at {path}.")
