@@ -46,7 +46,6 @@ RESULTS = Path(__file__).with_name("results_ranking.json")
 #: The development code bases (the held-out one is not measured here: its tasks are not read).
 CODEBASES = {"toolz": tasks_toolz, "pluggy": tasks_pluggy, "mapclassify": tasks_mapclassify}
 _ROW = re.compile(r"^\s*(\d+): ")
-_HEAD = re.compile(r"^(\S.*?)(?: \([^()]*\))?:$")
 
 
 def shown_lines(evidence: str) -> list[list[tuple[str, int]]]:
@@ -59,9 +58,9 @@ def shown_lines(evidence: str) -> list[list[tuple[str, int]]]:
         if row and path is not None:
             chunks[-1].append((path, int(row.group(1))))
             continue
-        head = _HEAD.match(line)
-        if head and not line.startswith("["):
-            path = head.group(1)
+        if line.endswith(":") and not line.startswith("[") and not line[:1].isspace():
+            # ``path (names):`` — the names may hold parentheses of their own (a notebook's heading).
+            path = line[:-1].split(" (", 1)[0]
             chunks.append([])
     return chunks
 

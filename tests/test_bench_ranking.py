@@ -22,6 +22,9 @@ def test_the_evidence_is_read_back_as_the_chunks_and_line_numbers_it_shows() -> 
     ]
     text = head_start_text(None, chunks, ["f"], 2000)
     assert shown_lines(text) == [[("a/b.py", 3), ("a/b.py", 4), ("a/b.py", 5)], [("c.py", 1), ("c.py", 2)]]
+    # A notebook heading's names may hold parentheses of their own.
+    nested = head_start_text(None, [Chunk("n.ipynb", 7, 7, ("x = 1",), ("API (>= 2.4), x",))], [], 2000)
+    assert shown_lines(nested) == [[("n.ipynb", 7)]]
 
 
 def test_an_answer_location_is_the_line_holding_its_text_through_its_end() -> None:
