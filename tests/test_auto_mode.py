@@ -15,7 +15,7 @@ from test_loop import Tools, fenced, grep, run
 
 from twinny_magics.agent import Agent
 from twinny_magics.loop import Loop, LoopSettings
-from twinny_magics.modes import LEARNED_MODES, ModeChoice, ModeLearner, ModeMemory
+from twinny_magics.modes import LEARNED_MODES, TEXT_HABIT, Ground, ModeChoice, ModeLearner, ModeMemory
 from twinny_magics.servers import ServerInfo
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
 
@@ -58,7 +58,7 @@ def test_without_a_limit_answers_never_switch_the_mode() -> None:
 
 def test_the_memory_keeps_a_choice_per_server_and_model() -> None:
     memory = ModeMemory()
-    choice = ModeChoice("text", "because")
+    choice = ModeChoice("text", "the server refused native tools")
     memory.remember(("http://a", "m"), choice)
     memory.remember(None, ModeChoice("native", "no URL: not kept"))
     assert memory.get(("http://a", "m")) is choice
@@ -92,7 +92,9 @@ def test_a_native_call_settles_auto_on_native_and_says_why() -> None:
     loop = Loop(server, Tools(), memory=ModeMemory())
     reply, _ = run(loop, WORKSPACE_QUESTION)
     assert loop.mode == "native"
-    assert loop.mode_choice == ModeChoice("native", "the model made a native tool call in step 1")
+    assert loop.mode_choice == ModeChoice(
+        "native", "the model made a native tool call in step 1", "native call"
+    )
     assert loop.learner is None
     assert mode_notices(reply) == [
         "Mode auto chose native tool calls: the model made a native tool call in step 1."
@@ -180,23 +182,103 @@ def test_a_server_that_refuses_tools_decides_text_and_the_choice_is_kept() -> No
     assert later.mode == "text"
 
 
-def test_a_later_session_with_the_same_server_and_model_starts_where_auto_left_off() -> None:
+def _text_session(memory: ModeMemory, model: str = "m") -> Loop:
+    """A session whose model writes its call as text: auto switches it to text."""
+    loop = Loop(AtUrl([fenced("grep", pattern="x"), "ok"], model=model), Tools(), memory=memory)
+    run(loop, WORKSPACE_QUESTION)
+    assert loop.mode == "text"
+    return loop
+
+
+def _native_session(memory: ModeMemory, model: str = "m") -> Loop:
+    loop = Loop(AtUrl([Scripted("", (grep("x"),)), "ok"], model=model), Tools(), memory=memory)
+    run(loop, WORKSPACE_QUESTION)
+    assert loop.mode == "native"
+    return loop
+
+
+def test_one_call_written_as_text_switches_its_session_only() -> None:
     memory = ModeMemory()
-    first = Loop(AtUrl([fenced("grep", pattern="x"), "ok"], model="m"), Tools(), memory=memory)
-    run(first, WORKSPACE_QUESTION)
-    assert first.mode == "text"
+    _text_session(memory)
+    later_server = AtUrl([Scripted("", (grep("y"),)), "In main.py."], model="m")
+    later = Loop(later_server, Tools(), memory=memory)
+    assert later.mode == "native"
+    assert later.learner is not None  # learns afresh
+    reply, _ = run(later, WORKSPACE_QUESTION)
+    assert later_server.requests[0].tools is not None
+    assert mode_notices(reply) == [
+        "Mode auto chose native tool calls: the model made a native tool call in step 1."
+    ]
+
+
+def test_a_native_call_is_not_carried_either_a_later_session_still_switches_on_a_text_call() -> None:
+    memory = ModeMemory()
+    _native_session(memory)
+    later = Loop(AtUrl([fenced("grep", pattern="z"), "ok"], model="m"), Tools(), memory=memory)
+    assert later.learner is not None
+    run(later, WORKSPACE_QUESTION)
+    assert later.mode == "text"
+
+
+def test_text_is_carried_once_it_is_a_habit_of_the_model_and_said_why() -> None:
+    memory = ModeMemory()
+    for _ in range(TEXT_HABIT - 1):
+        _text_session(memory)
+        assert memory.get((AtUrl([]).url, "m")) is None
+    _text_session(memory)
     same = AtUrl(["An answer."], model="m")
     later = Loop(same, Tools(), memory=memory)
     assert later.mode == "text"
     reply, _ = run(later, WORKSPACE_QUESTION)
     [said] = mode_notices(reply)
-    assert said.startswith("Tools as text, as learned earlier in this process for this server and model:")
+    assert said.startswith(
+        f"Tools as text, as learned earlier in this process for this server and model: {TEXT_HABIT} "
+        "sessions in a row chose text, none native (the latest: the model wrote its tool call as text"
+    )
     assert same.requests[0].tools is None
     assert mode_notices(run(later, WORKSPACE_QUESTION)[0]) == []  # said once
     other_model = Loop(AtUrl(["x"], model="other"), Tools(), memory=memory)
     other_url = Loop(AtUrl(["x"], model="m", url="http://10.0.0.2:11434"), Tools(), memory=memory)
     assert other_model.mode == other_url.mode == "native"
     assert other_model.learner is not None
+
+
+def test_a_native_call_between_text_sessions_starts_the_count_again() -> None:
+    memory = ModeMemory()
+    key = (AtUrl([]).url, "m")
+    for _ in range(TEXT_HABIT - 1):
+        _text_session(memory)
+    _native_session(memory)
+    for _ in range(TEXT_HABIT - 1):
+        _text_session(memory)
+    assert memory.get(key) is None
+    _text_session(memory)
+    assert memory.get(key) == ModeChoice("text", memory.get(key).reason, "text call")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("grounds", "kept"),
+    [
+        ([], None),
+        (["text call"], None),
+        (["text call"] * TEXT_HABIT, "text"),
+        (["no call"] * TEXT_HABIT, "text"),  # answered without a call in every one: the same habit
+        (["text call", "no call", "text call"], "text"),
+        (["text call"] * TEXT_HABIT + ["native call"], None),  # a native call forgets the habit
+        (["text call", "native call"] + ["text call"] * (TEXT_HABIT - 1), None),
+        (["native call"] * 5, None),  # native is where a session starts anyway: nothing to carry
+        (["server"], "text"),  # the server refused native tools: a fact, kept
+        (["server", "native call", "native call"], "text"),
+    ],
+)
+def test_what_a_later_session_starts_with(grounds: list[Ground], kept: str | None) -> None:
+    memory = ModeMemory()
+    for ground in grounds:
+        memory.remember(
+            ("http://a", "m"), ModeChoice("native" if ground == "native call" else "text", "r", ground)
+        )
+    choice = memory.get(("http://a", "m"))
+    assert (choice.mode if choice else None) == kept
 
 
 def test_a_server_without_an_address_is_remembered_only_by_its_session() -> None:
@@ -221,7 +303,10 @@ def test_setting_a_mode_on_a_live_session_stops_learning_and_auto_again_keeps_wh
 
 
 def test_by_default_sessions_of_one_process_share_what_auto_learned() -> None:
-    Agent(server=AtUrl([fenced("grep", pattern="x"), "ok"], model="m"), tools=Tools()).run(WORKSPACE_QUESTION)
+    for _ in range(TEXT_HABIT):
+        Agent(server=AtUrl([fenced("grep", pattern="x"), "ok"], model="m"), tools=Tools()).run(
+            WORKSPACE_QUESTION
+        )
     assert LEARNED_MODES.get(("http://127.0.0.1:11434", "m")) is not None
     agent = Agent(server=AtUrl(["An answer."], model="m"), tools=Tools())
     reply = agent.run(WORKSPACE_QUESTION)
@@ -245,14 +330,15 @@ async def test_on_llama_cpp_auto_moves_to_text_where_the_lazy_grammar_shapes_the
     assert fake.bodies[3]["messages"][-1] == {"role": "assistant", "content": PROSE + "```tool"}
     assert [c.arguments for c in tools.ran] == [{"pattern": "createServer"}]
     assert reply.requests[0].continued
-    assert memory.get(("http://127.0.0.1:8080", "qwen")) == loop.mode_choice
-    # A new session of the same server and model starts in text and says why.
+    assert loop.mode_choice is not None
+    assert loop.mode_choice.ground == "no call"
+    # One session's choice: a new session of the same server and model learns afresh, natively.
     fake.replies.append("Hello.")
     later = Loop(connected(fake), Tools(), memory=memory)
     said = await later.reply("What is this project?")
-    assert later.mode == "text"
-    assert mode_notices(said)
-    assert "tools" not in fake.bodies[-1]
+    assert later.mode == "native"
+    assert mode_notices(said) == []
+    assert "tools" in fake.bodies[-1]
 
 
 def test_the_switch_needs_llama_cpp_only_for_the_grammar() -> None:

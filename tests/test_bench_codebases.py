@@ -336,11 +336,12 @@ def test_a_session_keeps_what_auto_learned_between_questions_and_fresh_runs_do_n
     )
 
     def script() -> AddressedScripted:
-        # The first question: the call written as text (auto switches to text and remembers it), then the
-        # answer; the second: answered at once.
+        # A server that refuses native tools (auto switches to text and keeps that for the process): the
+        # first question's call, then its answer; the second: answered at once.
         return AddressedScripted(
             [_text_call("src/pluggy/_manager.py"), "src/pluggy/_manager.py", "src/pluggy/_result.py"],
             window=100_000,
+            refuse_tools=True,
         )
 
     server = script()
@@ -348,8 +349,8 @@ def test_a_session_keeps_what_auto_learned_between_questions_and_fresh_runs_do_n
         chosen, ["defaults"], workspace=root, server_options={"server": server}, record=tmp_path / "s.json"
     )
     assert [r.outcome for r in results.runs] == ["pass", "pass"]
-    assert server.requests[0].tools  # the first question of the session starts native
-    assert not server.requests[-1].tools  # the second starts where the first left: text
+    assert server.requests[0].tools  # the first question of the session starts native (refused)
+    assert sum(bool(r.tools) for r in server.requests) == 1  # the second starts where the first left: text
     assert modes.LEARNED_MODES.get(("http://127.0.0.1:1", "other")) is None  # a new process forgot it
     fresh_server = script()
     fresh = bench_tasks.bench(
@@ -360,7 +361,8 @@ def test_a_session_keeps_what_auto_learned_between_questions_and_fresh_runs_do_n
         record=tmp_path / "f.json",
     )
     assert [r.outcome for r in fresh.runs] == ["pass", "pass"]
-    assert fresh_server.requests[-1].tools  # each fresh run starts with nothing learned: native again
+    # Each fresh run starts with nothing learned: native again (and refused again).
+    assert sum(bool(r.tools) for r in fresh_server.requests) == 2
     modes.LEARNED_MODES.clear()
 
 

@@ -342,7 +342,7 @@ def test_every_configuration_runs_through_the_experiment_and_is_summarised(
 
 def test_each_run_of_our_loop_starts_with_nothing_learned_by_earlier_runs(source: Path) -> None:
     modes = pytest.importorskip("twinny_magics.modes")
-    modes.LEARNED_MODES.remember(("http://127.0.0.1:1", "model"), object())
+    modes.LEARNED_MODES.remember(("http://127.0.0.1:1", "model"), modes.ModeChoice("text", "an earlier run"))
     agent = bench_tasks.fresh_agent(server=ScriptedServer(["Hi."]), workspace=source, mode="auto")
     assert len(modes.LEARNED_MODES) == 0
     assert agent.run("Hello?").text == "Hi."
