@@ -87,7 +87,6 @@ KNOWN_LARGE: frozenset[str] = frozenset(
         "protocol/dialects.py",  # helper-D1
         "redact.py",  # helper-B2
         "tools/kernel.py",  # helper-B1
-        "tools/paths.py",  # helper-B1
         "tools/variables.py",  # helper-B1
     }
 )

@@ -30,7 +30,8 @@ from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools import PendingEdit, ToolOutput, Workspace, edits, files, ignores
 from twinny_magics.tools import grep as grep_tool
 from twinny_magics.tools.denied import DEFAULT_SECRET_FILES, SecretFiles
-from twinny_magics.tools.paths import Confinement, Target
+from twinny_magics.tools.opening import Target
+from twinny_magics.tools.paths import Confinement
 
 SECRET = "SUPERSECRET-5f3a"
 HAS_GIT = shutil.which("git") is not None

@@ -53,8 +53,7 @@ from twinny_magics.redact import MASK
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.files import BINARY_SNIFF_BYTES, looks_binary, require, shown_text
 from twinny_magics.tools.matching import in_file, match, own_text
-from twinny_magics.tools.paths import (
-    Confinement,
+from twinny_magics.tools.opening import (
     Target,
     hard_link_message,
     open_folder,
@@ -62,6 +61,7 @@ from twinny_magics.tools.paths import (
     same_folder,
     swapped_message,
 )
+from twinny_magics.tools.paths import Confinement
 
 if TYPE_CHECKING:
     from twinny_magics.contracts import PendingChange

@@ -24,7 +24,8 @@ from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
 from twinny_magics.tools.base import ToolLimits, call_text
 from twinny_magics.tools.notebook import notebook_lines
-from twinny_magics.tools.paths import Confinement, Entry, Target, open_file, shown
+from twinny_magics.tools.opening import Entry, Target, open_file
+from twinny_magics.tools.paths import Confinement, shown
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -60,7 +61,7 @@ def is_regular(path: Path) -> bool:
 
 
 def is_binary(file: Target | Entry) -> bool:
-    """Whether a file looks binary (see `looks_binary`); opened with `paths.open_file`'s checks."""
+    """Whether a file looks binary (see `looks_binary`); opened with `opening.open_file`'s checks."""
     with open_file(file) as handle:
         return looks_binary(handle.read(BINARY_SNIFF_BYTES))
 

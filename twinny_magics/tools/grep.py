@@ -26,7 +26,8 @@ from twinny_magics.tools.files import (
     walk_note,
 )
 from twinny_magics.tools.notebook import notebook_lines
-from twinny_magics.tools.paths import Confinement, Entry, Target, open_file
+from twinny_magics.tools.opening import Entry, Target, open_file
+from twinny_magics.tools.paths import Confinement
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import ToolLimits, call_text
 from twinny_magics.tools.files import require, size_text, walk_note
 from twinny_magics.tools.grep import HINT_SECONDS, WORDS, files_matching
-from twinny_magics.tools.paths import Confinement, Entry, Target
+from twinny_magics.tools.opening import Entry, Target
+from twinny_magics.tools.paths import Confinement
 
 GLOB_CHARS = frozenset("*?[")
 _Match = Callable[[Entry], bool]

@@ -19,7 +19,8 @@ from typing import Any
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import ToolLimits, call_text, cut_line
 from twinny_magics.tools.grep import HINT_SECONDS, PATTERN_CHARS, files_matching
-from twinny_magics.tools.paths import Confinement, Target, shown
+from twinny_magics.tools.opening import Target
+from twinny_magics.tools.paths import Confinement, shown
 from twinny_magics.tools.tool import Kind, Param, ToolSpec
 
 # What a value of each kind is called in a refusal, and what to give instead when no real name fits.

@@ -55,7 +55,8 @@ from twinny_magics.retrieval import (
 )
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.files import TextLines, is_binary
-from twinny_magics.tools.paths import Confinement, Entry, Target
+from twinny_magics.tools.opening import Entry, Target
+from twinny_magics.tools.paths import Confinement
 
 INDEX_VERSION = "2"
 #: Where the indexes live, one file per workspace (named by a digest of its path), unless
