@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from twinny_magics.retrieval import Named, defining_line, named_bonus, named_in, named_queries
+from twinny_magics.retrieval import Named, defining_line, hop_names, named_bonus, named_in, named_queries
 
 
 @pytest.mark.parametrize(
@@ -66,3 +66,17 @@ def test_named_queries_quote_every_word_so_no_name_is_an_operator() -> None:
     queries = named_queries(Named(("a/NOT.py",), (('AND"x',), ("OR",))))
     assert all('"and""x"' in q or '"or"' in q or "names" in q for q in queries)
     assert named_queries(Named()) == []
+
+
+def test_a_second_look_follows_what_a_named_definition_points_to() -> None:
+    named = named_in(
+        "What does PluginManager set _inner_hookexec to, and what does TeardownWarning derive from?"
+    )
+    lines = [
+        "class TeardownWarning(pkg.BaseWarning, Mixin, metaclass=Meta):",
+        "        self._inner_hookexec = _multicall  # the default",
+        "        self.other = thing",
+        "class Unrelated(Base):",
+    ]
+    assert hop_names(named, lines) == (["_multicall"], ["BaseWarning", "Mixin"])
+    assert hop_names(named_in("What is X?"), lines) == ([], [])

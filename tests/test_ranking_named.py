@@ -150,3 +150,22 @@ def test_every_line_number_the_evidence_shows_is_the_files_own(
         assert all(own[n - 1].startswith(text.removesuffix(" …")) for n, text in rows), path
     n = next(k for k, line in enumerate(lines, 1) if line.startswith(start))
     assert n in [k for k, _ in chunks[0][1]]
+
+
+def test_a_second_look_shows_the_function_a_named_attribute_is_set_to(project: Path) -> None:
+    (project / "pkg" / "manager.py").write_text(
+        "from pkg.callers import _multicall\n\n\nclass Manager:\n    def __init__(self):\n"
+        "        self._inner_hookexec = _multicall\n"
+    )
+    (project / "pkg" / "callers.py").write_text(
+        "".join(f"def helper_{k}(x):\n    return x + {k}\n\n\n" for k in range(6))
+        + "def _multicall(hooks, args):\n    return [h(*args) for h in hooks]\n"
+    )
+    chunks = evidence(
+        project, "Manager keeps a function as _inner_hookexec. Which file defines that function?"
+    )
+    assert chunks[0][0] == "pkg/manager.py"
+    assert chunks[1][0] == "pkg/callers.py"
+    assert (line_of(project, "pkg/callers.py", "def _multicall"), "def _multicall(hooks, args):") in chunks[
+        1
+    ][1]

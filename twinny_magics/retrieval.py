@@ -569,3 +569,28 @@ def named_queries(named: Named) -> list[str]:
 
 def _quoted(word: str) -> str:
     return '"' + identifier_parts(word)[0].replace('"', '""') + '"'
+
+
+_BASES = re.compile(r"^\s*class\s+(\w+)\s*\(([^)]*)\)")
+_ASSIGNED = re.compile(r"^\s*[\w.]*?(\w+)\s*(?::[^=]*)?=\s*([A-Za-z_][\w.]*)\s*(?:#.*)?$")
+
+
+def hop_names(named: Named, lines: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Names a second look should find, from lines that define what the question names: the name a
+    named attribute is set to (``self._run = _multicall``: what it *is*), and the base classes of a
+    named class (what it builds on)."""
+    wanted = {chain[-1] for chain in named.names}
+    values: list[str] = []
+    bases: list[str] = []
+    for line in lines:
+        if (found := _BASES.match(line)) and found.group(1) in wanted:
+            bases += [b.strip().rsplit(".", 1)[-1] for b in found.group(2).split(",") if "=" not in b]
+        elif (assigned := _ASSIGNED.match(line)) and assigned.group(1) in wanted:
+            values.append(assigned.group(2).rsplit(".", 1)[-1])
+    return [_hop_name(n, wanted) for n in dict.fromkeys(values) if _hop_name(n, wanted)], [
+        n for n in dict.fromkeys(bases) if _hop_name(n, wanted)
+    ]
+
+
+def _hop_name(name: str, wanted: set[str]) -> str:
+    return name if name.isidentifier() and name not in wanted and name != "object" else ""

@@ -45,6 +45,7 @@ from twinny_magics.retrieval import (
     Named,
     Survey,
     chunk_bounds,
+    hop_names,
     index_words,
     match_query,
     named_bonus,
@@ -362,7 +363,40 @@ class SearchIndex:
         if by_name:  # the named rows were not held to PER_FILE as they came: the best few of a file are
             kept: dict[str, int] = {}
             ranked = [c for c in ranked if kept.setdefault(c.path, 0) < PER_FILE and _count(kept, c.path)]
+        if named and ranked:
+            # A second look, from what the best chunk says of a named name: the value it is set to comes
+            # next (it is the answer's subject), a base class after the next best (it is context).
+            values, bases = hop_names(named, ranked[0].body.splitlines())
+            for names, at in ((bases, 2), (values, 1)):
+                hop = self._hop(db, names, {(c.path, c.first) for c in ranked[: n + 1]})
+                if hop is not None:
+                    ranked.insert(at, hop)
         return self._hand_out(db, ranked, n)
+
+    def _hop(
+        self, db: sqlite3.Connection, names: list[str], shown: set[tuple[str, int]]
+    ) -> _Candidate | None:
+        """The best chunk that defines one of ``names`` (a base class of a named class, the function a
+        named attribute is set to) and is not among ``shown``: a second look."""
+        if not names:
+            return None
+        hop = Named((), tuple((name,) for name in names[:3]))
+        best: _Candidate | None = None
+        for query in named_queries(hop):
+            for path, start, end, body, rank in db.execute(
+                f"SELECT file, start, end, body, bm25(chunks, {_WEIGHTS}) FROM chunks WHERE chunks MATCH ? "
+                "ORDER BY 5 LIMIT ?",
+                (query, _NAMED_ROWS),
+            ):
+                bounds = _bounds(start, end)
+                if not isinstance(path, str) or bounds is None or (path, bounds[0]) in shown:
+                    continue
+                if not self._visible(path) or named_bonus(hop, path, str(body).splitlines(), None) <= 0:
+                    continue
+                score = -float(rank)
+                if best is None or score > best.score:
+                    best = _Candidate(path, bounds[0], bounds[1], str(body), (), score)
+        return best
 
     def _hand_out(self, db: sqlite3.Connection, ranked: list[_Candidate], n: int) -> list[Chunk]:
         """The best ``n`` candidates whose text the file holds now, each with the file's own lines.
