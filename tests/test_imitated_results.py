@@ -89,6 +89,10 @@ def test_a_made_up_result_that_names_a_tool_and_arguments_runs_that_call(workspa
         '<tool_response>{"name": "read_file", "arguments": {"path": "app.py"}}</tool_response>',
         '<tool_result name="read_file" arguments=\'{"path": "app.py"}\'/>',
         '<tool_result tool="read_file" path="app.py" status="ok">PORT = 1</tool_result>',
+        # As a 1.5B model wrote it on the task benchmark: JSON among the attributes, the tag never closed.
+        '<tool_result name="read_file" "arguments": {"path": "app.py"}}',
+        '<tool_result name="read_file" "arguments": {"path": "app.py"}}>\nPORT = 1\n</tool_result>',
+        '<tool_result {"name": "read_file", "arguments": {"path": "app.py"}}>',
     ],
 )
 def test_each_form_of_a_result_shaped_call_is_read(workspace: Path, fake: str) -> None:

@@ -93,7 +93,7 @@ _NOT_ARGUMENTS = frozenset(
 )
 _TAGS = "|".join(sorted(RESULT_TAGS, key=len, reverse=True))
 _OPENER = re.compile(
-    rf"<\s*(?P<tag>{_TAGS})\b(?P<attrs>[^<>]{{0,2000}}?)(?P<self>/?)>"
+    rf"<\s*(?P<tag>{_TAGS})\b(?P<attrs>[^<>\n]{{0,2000}}?)(?:(?P<self>/?)>|(?P<open>$))"
     rf"|(?P<token>{'|'.join(re.escape(o) for o, _ in RESULT_WRAPPERS)})"
     r"|^[ \t]*(?P<react>Observation[ \t]*:)",
     re.IGNORECASE | re.MULTILINE,
@@ -178,6 +178,12 @@ def _asked(match: re.Match[str], body: str, tools: list[dict[str, Any]] | None) 
             arguments = _object(packed) or {}
         else:
             arguments = {k: v for k, v in found.items() if k not in _NAME_KEYS and k not in _NOT_ARGUMENTS}
+        embedded = _embedded(attrs)  # <tool_result name="grep" "arguments": {"pattern": "x"}}>
+        if embedded is not None and not arguments:
+            inner = next((embedded[k] for k in _ARGUMENT_KEYS if isinstance(embedded.get(k), dict)), None)
+            arguments = inner if inner is not None else embedded
+            named = embedded.get("name")
+            name = name or (named if isinstance(named, str) else None)
     if not arguments:
         obj = _object(body.strip())
         if obj is not None:
@@ -197,6 +203,18 @@ def _asked(match: re.Match[str], body: str, tools: list[dict[str, Any]] | None) 
     ):
         return None  # a description of a result ("lines", "matches"), not the arguments of a call
     return call
+
+
+def _embedded(text: str) -> dict[str, Any] | None:
+    """The first JSON object written inside a tag's attributes (what follows it is ignored), or None."""
+    at = text.find("{")
+    if at < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, at)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _object(text: str) -> dict[str, Any] | None:
