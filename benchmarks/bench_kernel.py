@@ -13,7 +13,7 @@ structure (a list holding itself and 10³ dicts that point back to it and to the
 chain of dicts 10³ deep (deeper than ``repr`` can go: it raises RecursionError, and so does IPython's
 display of it). For each, what the model is sent:
 
-- ``inspect_variable``: the text ``Workspace.run`` returns for the call (``variables.inspect_variable``,
+- ``inspect_variable``: the text ``Workspace.run`` returns for the call (``inspection.inspect_variable``,
   checked to be the same text);
 - ``cell_history``: a cell whose value is the object, run by ``shell.run_cell(name, store_history=True)``
   (its display sent to /dev/null), then ``cells.history_text`` of that cell's record alone — what
@@ -62,8 +62,9 @@ from twinny_magics import cells
 from twinny_magics.cell_log import CellLog
 from twinny_magics.conversation import ToolCall
 from twinny_magics.text_tokens import TextTokens
-from twinny_magics.tools import Workspace, variables
-from twinny_magics.tools import kernel as kernel_tools
+from twinny_magics.tools import Workspace
+from twinny_magics.tools.kernel import Kernel, inspection
+from twinny_magics.tools.kernel.run import run_code
 
 RESULTS = Path(__file__).with_name("results_kernel.json")
 SEED = 11
@@ -320,7 +321,7 @@ def measure_sizes(shell: Any, log: CellLog, workspace: Workspace, count: Counter
             raise RuntimeError(f"CellLog did not record the cell {subject.name!r}")
         history = cells.history_text([record])
         inspected = tool_text(workspace, "inspect_variable", {"name": subject.name})
-        direct = variables.inspect_variable(shell.user_ns, subject.name)
+        direct = inspection.inspect_variable(shell.user_ns, subject.name)
         ran = tool_text(workspace, "run_python", {"code": subject.name})
         rows.append(
             {
@@ -379,7 +380,7 @@ def measure_cpu_without_log(shell: Any, repeat: int) -> dict[str, dict[str, floa
 
 def python(shell: Any, code: str, runs: Iterator[int]) -> str:
     """run_python's work: the code run as a cell would run it, and its record as the model reads it."""
-    outcome = kernel_tools.run_code(shell, code, SECONDS, next(runs))
+    outcome = run_code(shell, code, SECONDS, next(runs))
     return cells.cell_text(outcome.record, source=False)
 
 
@@ -396,7 +397,7 @@ def measure_cpu(shell: Any, log: CellLog, repeat: int) -> dict[str, dict[str, di
         name = f"cpu_df_{rows}"
         shell.user_ns[name] = frame(rows)
         steps["inspect_variable"][str(rows)] = timed(
-            partial(variables.inspect_variable, shell.user_ns, name), repeat
+            partial(inspection.inspect_variable, shell.user_ns, name), repeat
         )
         steps["run_cell_logged"][str(rows)] = timed(partial(run_cell, shell, name), repeat)
         steps["cell_history"][str(rows)] = timed(lambda: cells.history_text(log.history()), repeat)
@@ -536,7 +537,7 @@ def bench_kernel(quick: bool = False, llama: bool = True) -> dict[str, Any]:
         # The cells before CellLog is installed (they stay in In/Out, as cells run before %load_ext do).
         without_log = measure_cpu_without_log(shell, repeat)
         log = CellLog.of(shell)
-        kernel = kernel_tools.Kernel(shell, seconds=SECONDS)
+        kernel = Kernel(shell, seconds=SECONDS)
         workspace = Workspace(root, commands="off", search=False, kernel=kernel, kernel_mode="allow")
         cpu = measure_cpu(shell, log, repeat)
         cpu["run_cell_no_log"] = without_log
@@ -552,7 +553,7 @@ def bench_kernel(quick: bool = False, llama: bool = True) -> dict[str, Any]:
         "llama": llama,
         "repeat": repeat,
         "limits": {
-            "INSPECT_CHARS": variables.INSPECT_CHARS,
+            "INSPECT_CHARS": inspection.INSPECT_CHARS,
             "HISTORY_CHARS": cells.HISTORY_CHARS,
             "VALUE_CHARS": cells.VALUE_CHARS,
             "PRINTED_CHARS": cells.PRINTED_CHARS,

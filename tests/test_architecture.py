@@ -66,10 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # --- what other work in progress still has to remove (the integrator empties these) -------------------
 
 #: Import circles known today, each as the modules it may span (a circle inside one of these is known).
-KNOWN_CIRCLES: tuple[frozenset[str], ...] = (
-    # helper-B1 (tools/): the variable tools' kernel reading imports the notebook's, which imports it back.
-    frozenset({"twinny_magics.tools.notebook", "twinny_magics.tools.variables"}),
-)
+KNOWN_CIRCLES: tuple[frozenset[str], ...] = ()
 
 #: Imports that climb known today: (importing module, imported module).
 KNOWN_CLIMBS: frozenset[tuple[str, str]] = frozenset(
@@ -86,8 +83,6 @@ KNOWN_LARGE: frozenset[str] = frozenset(
     {
         "protocol/dialects.py",  # helper-D1
         "redact.py",  # helper-B2
-        "tools/kernel.py",  # helper-B1
-        "tools/variables.py",  # helper-B1
     }
 )
 

@@ -32,11 +32,10 @@ from live_kernel import Kernel, python3_kernelspec, shown
 
 from twinny_magics import cells
 from twinny_magics.errors import WorkspaceError
-from twinny_magics.tools import kernel as kernel_tools
-from twinny_magics.tools import variables
 from twinny_magics.tools.kernel import Kernel as KernelTools
-from twinny_magics.tools.kernel import MainThread
-from twinny_magics.tools.variables import describe
+from twinny_magics.tools.kernel import MainThread, bounded, inspection
+from twinny_magics.tools.kernel.inspection import describe
+from twinny_magics.tools.kernel.run import run_code
 
 #: Catches the time limit's first interrupt, then spins (an ``except KeyboardInterrupt`` that "cleans
 #: up" for ever).
@@ -307,7 +306,7 @@ def test_an_interrupt_never_lands_in_the_kernels_own_code_before_or_after_the_co
     before = signal.getsignal(signal.SIGINT)
     for n in range(60):
         code = (catches if n % 2 else ignores).format(x=0.01 + (n % 7) * 0.004)
-        outcome = kernel_tools.run_code(shell, code, 0.005 + (n % 5) * 0.004, n, grace=0.01)
+        outcome = run_code(shell, code, 0.005 + (n % 5) * 0.004, n, grace=0.01)
         assert not outcome.record.error, outcome.record.error
         assert signal.getsignal(signal.SIGINT) is before
     time.sleep(0.3)  # an interrupt still on its way would be raised here
@@ -318,7 +317,8 @@ def test_an_interrupt_never_lands_in_the_kernels_own_code_before_or_after_the_co
 
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(variables, "REPR_SECONDS", 0.3)
+    monkeypatch.setattr(bounded, "REPR_SECONDS", 0.3)
+    monkeypatch.setattr(inspection, "REPR_SECONDS", 0.3)
 
 
 @pytest.fixture
@@ -458,7 +458,7 @@ def test_a_repr_that_returns_a_huge_or_hostile_string_is_cut(quick: None) -> Non
             return Sly("odd")
 
     out = describe(Huge(), "h")
-    assert len(out) < variables.INSPECT_CHARS
+    assert len(out) < inspection.INSPECT_CHARS
     assert "yyyy" in out
     assert describe(Odd(), "o").splitlines()[1].startswith("repr: ")
 
@@ -480,11 +480,11 @@ def test_reprs_left_running_are_capped_so_calls_cannot_pile_up_threads(
             return "spun"
 
     for _ in range(100):  # the threads earlier tests left running have been released: let them end
-        if variables._still_left() == 0:
+        if bounded.still_left() == 0:
             break
         time.sleep(0.05)
-    outs = [describe(Spins(), f"s{n}") for n in range(variables.LEFT_RUNNING + 3)]
-    assert len(runs) == variables.LEFT_RUNNING
+    outs = [describe(Spins(), f"s{n}") for n in range(bounded.LEFT_RUNNING + 3)]
+    assert len(runs) == bounded.LEFT_RUNNING
     assert "still running in the background" in outs[-1]
     assert "was not run" in outs[-1]
     hold.set()

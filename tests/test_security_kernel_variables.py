@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from twinny_magics.tools import notebook, variables
-from twinny_magics.tools.notebook import kernel_variables
+from twinny_magics.tools.kernel import bounded
+from twinny_magics.tools.kernel.variables import LISTING_SECONDS, kernel_variables
 
 HANG = 20.0
 #: The whole listing's bound and a second of slack for a busy machine.
-WITHIN = notebook.LISTING_SECONDS + 1.0
+WITHIN = LISTING_SECONDS + 1.0
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def hold() -> Iterator[threading.Event]:
     yield release
     release.set()
     for _ in range(100):  # let the threads left running end before the next test counts them
-        if variables._still_left() == 0:
+        if bounded.still_left() == 0:
             break
         time.sleep(0.05)
 

@@ -22,9 +22,13 @@ import pytest
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
-from twinny_magics.tools import Workspace, variables
+from twinny_magics.tools import Workspace
+from twinny_magics.tools.kernel import bounded as bounded_module
+from twinny_magics.tools.kernel import inspection
+from twinny_magics.tools.kernel.bounded import bounded
+from twinny_magics.tools.kernel.inspection import INSPECT_CHARS, describe, inspect_variable
+from twinny_magics.tools.kernel.rendering import bounded_repr
 from twinny_magics.tools.registry import TOOLS
-from twinny_magics.tools.variables import INSPECT_CHARS, bounded, bounded_repr, describe, inspect_variable
 
 OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8" * 3
 
@@ -32,7 +36,8 @@ OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8" * 3
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
     """A short time bound, so the tests of hanging code do not wait the full one."""
-    monkeypatch.setattr(variables, "REPR_SECONDS", 0.3)
+    monkeypatch.setattr(bounded_module, "REPR_SECONDS", 0.3)
+    monkeypatch.setattr(inspection, "REPR_SECONDS", 0.3)
 
 
 def lines_of(text: str) -> list[str]:
@@ -177,7 +182,7 @@ def test_reading_a_variable_imports_no_library() -> None:
     """Describing values never imports pandas, polars or NumPy to check what they are."""
     code = (
         "import sys\n"
-        "from twinny_magics.tools.variables import describe\n"
+        "from twinny_magics.tools.kernel.inspection import describe\n"
         "describe([1, {'a': 2}], 'x'); describe(object(), 'o'); describe(b'x', 'b')\n"
         "print(sorted(m for m in ('pandas', 'polars', 'numpy') if m in sys.modules))\n"
     )

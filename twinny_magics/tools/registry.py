@@ -18,9 +18,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from twinny_magics.tools import files, grep, listing, notebook, variables
+from twinny_magics.tools import files, grep, listing
 from twinny_magics.tools.base import ToolOutput
 from twinny_magics.tools.context import ToolContext
+from twinny_magics.tools.kernel.inspection import inspect_variable
+from twinny_magics.tools.kernel.variables import kernel_variables
 from twinny_magics.tools.tool import Param, Tool
 
 
@@ -70,12 +72,12 @@ async def _run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
 
 async def _kernel_variables(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     # On a worker thread: each variable's repr is bounded in time, the listing's wait is not free.
-    return ToolOutput(await asyncio.to_thread(notebook.kernel_variables, ctx.namespace, ctx.limits.variables))
+    return ToolOutput(await asyncio.to_thread(kernel_variables, ctx.namespace, ctx.limits.variables))
 
 
 async def _inspect_variable(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     # On a worker thread: an object's own repr or _repr_llm_ may take up to its time bound.
-    return ToolOutput(await asyncio.to_thread(variables.inspect_variable, ctx.namespace, args["name"]))
+    return ToolOutput(await asyncio.to_thread(inspect_variable, ctx.namespace, args["name"]))
 
 
 async def _cell_history(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:

@@ -1,61 +1,36 @@
-"""The kernel as the agent's tools see it: the cells run so far, code run as a cell, cells proposed.
+"""run_python's code run as a cell would run it, on the main thread, under an escalating time limit.
 
-Three tools, offered only inside an IPython kernel:
-
-- ``cell_history``: the cells the user ran, newest last — source, value, the tail of what they printed,
-  rich outputs named, and an error as its exception line plus the frames in the user's own code
-  (`CellLog` watches the shell's ``pre_run_cell``/``post_run_cell`` events from ``%load_ext`` on; cells
-  run before it show their value from ``Out`` only). Read-only; ``%%agent`` cells are left out.
-- ``run_python``: code run in the user's namespace, as a cell would run it (its names stay defined, the
-  last expression is its value), on the kernel's *main* thread — matplotlib and most GUI-bound libraries
-  are not thread-safe, and the reply's loop runs on a worker (see ``Agent.run``): the worker hands the
-  code to `MAIN`, which the waiting main thread serves. Approved like a command (``kernel=ask``), or run
-  (``allow``), or not offered (``off``). Output is captured, never shown raw in the cell: stdout and
-  stderr keep a bounded tail, rich outputs are named, figures left open by an inline backend are
-  flushed into the capture; the kernel's known secrets are hidden in what the model is told, as in
-  ``cell_history``. The time limit escalates (`_Interrupts`): an interrupt of its own to the
-  main thread; after a grace for the code's cleanup, an interrupt every quarter second (and, where the
-  code took SIGINT away, an exception raised in the main thread); after a second grace the reply stops
-  waiting — the model gets an error, the reply a notice that the kernel is still busy with that code,
-  and no more code runs until it ends. The kernel's stop button interrupts the code and ends the reply;
-  ``raise KeyboardInterrupt`` in the code is only an error. The kernel stays usable after each (after
-  the last, once the code ends: an interrupt or a restart).
-- ``propose_cell``: a new code cell for the notebook, never run. Inserted below the ``%%agent`` cell when
-  that cell ends, by IPython's next-input payload (what ``%load`` uses; JupyterLab and Notebook 7 put
-  the text in a new cell below and do not run it) — after the user chose Insert, or at once under
-  ``cells=insert``. Where nobody can insert (a terminal, a headless run) it is shown as code to copy.
+The code runs in the user's namespace (its names stay defined, the last expression is its value). Output
+is captured, never shown raw in the cell: stdout and stderr keep a bounded tail, rich outputs are named,
+figures left open by an inline backend are flushed into the capture. The time limit escalates
+(`_Interrupts`): an interrupt of its own to the main thread; after a grace for the code's cleanup, an
+interrupt every quarter second (and, where the code took SIGINT away, an exception raised in the main
+thread); after a second grace the reply stops waiting (`still_running`). The kernel's stop button
+interrupts the code and ends the reply (`Stopped`).
 """
 
 from __future__ import annotations
 
 import ast
-import asyncio
-import concurrent.futures
 import contextlib
 import ctypes
 import difflib
 import linecache
-import logging
-import queue
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from twinny_magics import cells
-from twinny_magics.cell_log import CellLog, TailWriter, hide_known, value_text
+from twinny_magics.cell_log import CellLog, TailWriter, value_text
 from twinny_magics.cells import CellRecord
-from twinny_magics.errors import WorkspaceError
 from twinny_magics.options import DEFAULTS
-from twinny_magics.tools import variables
+from twinny_magics.tools.kernel.main_thread import MainThread, Stopped
+from twinny_magics.tools.kernel.rendering import bounded_repr
 
-log = logging.getLogger(__name__)
-
-KernelMode = Literal["ask", "allow", "off"]
-CellsMode = Literal["review", "insert"]
 #: Seconds code run by the agent may take before it is interrupted.
 KERNEL_SECONDS: float = DEFAULTS["kernel_seconds"]
 #: After the time limit's first interrupt, how long the code may take to wind down (its ``except
@@ -64,78 +39,6 @@ KERNEL_SECONDS: float = DEFAULTS["kernel_seconds"]
 INTERRUPT_GRACE_SECONDS = 2.0
 INTERRUPT_EVERY_SECONDS = 0.25
 _AGENT_FILE = "<agent run {n}>"
-
-
-# --- the main thread ---------------------------------------------------------------------------------
-
-
-class Stopped(Exception):
-    """The stop button interrupted code the agent ran: the reply ends."""
-
-
-@dataclass
-class _Job:
-    call: Callable[[], Any]
-    future: concurrent.futures.Future[Any] = field(default_factory=concurrent.futures.Future)
-    #: What runs, as a notice names it ("agent run 3").
-    label: str = ""
-
-
-class MainThread:
-    """Runs callables on the main thread while it waits for a reply on a worker (``Agent.run``)."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._serving = 0
-        #: The job the main thread runs now (a run the reply stopped waiting for stays here until it ends).
-        self.running: _Job | None = None
-
-    def submit(self, call: Callable[[], Any], label: str = "") -> concurrent.futures.Future[Any]:
-        """``call`` run on the main thread: now when this is it, else by the thread serving `serve`."""
-        job = _Job(call, label=label)
-        if threading.current_thread() is threading.main_thread():
-            self._run(job)
-        elif self._serving:
-            self._jobs.put(job)
-        else:
-            job.future.set_exception(
-                RuntimeError("nothing serves the kernel's main thread (the reply runs outside a cell)")
-            )
-        return job.future
-
-    def serve(self, done: threading.Event, poll: float = 0.05) -> None:
-        """Run submitted calls until ``done`` is set (a KeyboardInterrupt travels on)."""
-        self._serving += 1
-        try:
-            while not done.is_set():
-                try:
-                    job = self._jobs.get(timeout=poll)
-                except queue.Empty:
-                    continue
-                self._run(job)
-        finally:
-            self._serving -= 1
-
-    def _run(self, job: _Job) -> None:
-        if not job.future.set_running_or_notify_cancel():
-            return
-        self.running = job
-        try:
-            job.future.set_result(job.call())
-        except Stopped as stop:
-            job.future.set_exception(stop)
-            raise KeyboardInterrupt from None  # the stop button: the waiting cell ends the reply
-        except BaseException as exc:
-            job.future.set_exception(exc)
-        finally:
-            self.running = None
-
-
-#: The one main thread of this process.
-MAIN = MainThread()
-
-
-# --- running code --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -407,7 +310,7 @@ def run_code(
         record.stopped += " (after the reply had stopped waiting for it)"
     if value is not None and not outcome.failed:
         namespace["_"] = value
-        record.value = value_text(value, variables.bounded_repr(value, chars=cells.VALUE_CHARS))
+        record.value = value_text(value, bounded_repr(value, chars=cells.VALUE_CHARS))
     if stopped_by_user:
         raise Stopped(cells.cell_text(record))
     return outcome
@@ -470,133 +373,6 @@ def _flush_figures() -> None:
 
 def _looks_magic(code: str) -> bool:
     return any(line.lstrip().startswith(("%", "!")) for line in code.splitlines())
-
-
-# --- the kernel tools' state -------------------------------------------------------------------------
-
-
-@dataclass
-class Proposal:
-    """A cell the model proposed; ``status``: pending, insert (chosen), inserted, discarded, shown."""
-
-    code: str
-    why: str
-    status: str = "pending"
-
-
-class Kernel:
-    """One shell's tools: the history, code run on the main thread, proposed cells.
-
-    ``can_insert``: whether a frontend will take a next-input payload (a live notebook; not a terminal
-    or a headless run) — set by the magic for each cell.
-    """
-
-    def __init__(
-        self,
-        shell: Any,
-        *,
-        seconds: float = KERNEL_SECONDS,
-        grace: float = INTERRUPT_GRACE_SECONDS,
-        main: MainThread = MAIN,
-    ) -> None:
-        self.shell = shell
-        self.log = CellLog.of(shell)
-        self.seconds = seconds
-        self.grace = grace
-        self.main = main
-        self.runs = 0
-        self.proposals: list[Proposal] = []
-        self.can_insert = False
-
-    @property
-    def namespace(self) -> Any:
-        return self.shell.user_ns
-
-    def history_text(self, chars: int = cells.HISTORY_CHARS) -> str:
-        return cells.history_text(self.log.history(), chars)
-
-    async def run(self, code: str) -> RunOutcome:
-        """Run ``code`` on the main thread; `Stopped` (the stop button) travels on as cancellation.
-
-        Waits at most the time limit and its two graces (`_Interrupts`): code still running then is
-        left running, and the outcome says so (``still_running``, a notice for the user). While it
-        runs no other code is run: a `WorkspaceError` says why.
-        """
-        busy = self.main.running
-        if busy is not None:
-            raise WorkspaceError(
-                "Not run: the kernel is still running the code of an earlier run_python call "
-                f"({busy.label}), which went on after its time limit and every interrupt. No code can run "
-                "until it ends. Answer with what you know; do not call run_python again."
-            )
-        self.runs += 1
-        number = self.runs
-        seconds, grace = self.seconds, self.grace
-        interrupts = _Interrupts(seconds, grace)
-        label = f"agent run {number}"
-        future = self.main.submit(
-            lambda: run_code(self.shell, code, seconds, number, interrupts=interrupts), label=label
-        )
-        waiting = asyncio.wrap_future(future)
-        try:
-            done, _ = await asyncio.wait({waiting}, timeout=_patience(seconds, grace))
-        except asyncio.CancelledError:
-            waiting.cancel()
-            raise
-        if not done:
-            started = not future.cancel()  # cancelled only when the main thread never took it up
-            waiting.cancel()  # its result, when it comes, is for the history, not for this reply
-            interrupts.give_up()
-            outcome: RunOutcome = _still_running(
-                code, seconds, grace, interrupts.sent, label, started=started
-            )
-            self.log.records.append(outcome.record)
-            future.add_done_callback(lambda ended: self._ended_late(ended, outcome.record))
-            return self._shown(outcome)
-        try:
-            outcome = waiting.result()
-        except Stopped:
-            raise asyncio.CancelledError from None
-        except KeyboardInterrupt:
-            # An interrupt of the time limit that came as the code ended and got past run_code's own
-            # handling (raised in the main thread, it lands wherever that thread is): still the limit's.
-            record = CellRecord(None, cells.clip(code, cells.SOURCE_CHARS))
-            record.stopped = _time_limit_text(seconds, interrupts.sent) + " as it ended"
-            outcome = RunOutcome(record, failed=True, timed_out=True)
-        self.log.records.append(outcome.record)
-        return self._shown(outcome)
-
-    def _shown(self, outcome: RunOutcome) -> RunOutcome:
-        """``outcome`` as the model may see it: the kernel's known secrets hidden in what the code
-        printed, returned and raised, as ``cell_history`` hides them (the log keeps what ran). Read after
-        the run: the code may itself have set one."""
-        record = hide_known([outcome.record], self.log.known_secrets())[0]
-        return replace(outcome, record=record) if record is not outcome.record else outcome
-
-    def _ended_late(self, ended: concurrent.futures.Future[Any], placeholder: CellRecord) -> None:
-        """Code the reply stopped waiting for has ended (on the main thread): the history shows what it
-        did in place of the record that said it was still running."""
-        if ended.cancelled():
-            return
-        error = ended.exception()
-        if error is None:
-            record: CellRecord = ended.result().record
-        else:
-            record = replace(
-                placeholder, stopped="the user pressed the stop button after the reply had ended"
-            )
-        records = self.log.records
-        for index, kept in enumerate(records):
-            if kept is placeholder:
-                records[index] = record
-                return
-
-    def to_insert(self) -> str | None:
-        """The code of every proposal chosen for insertion, once (marked inserted); None when none is."""
-        chosen = [p for p in self.proposals if p.status == "insert"]
-        for proposal in chosen:
-            proposal.status = "inserted"
-        return "\n\n".join(p.code.rstrip("\n") for p in chosen) or None
 
 
 #: The kernel's own code on the main thread around the agent's: an interrupt of the time limit that
