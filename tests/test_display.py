@@ -333,3 +333,18 @@ def _reply(text: str) -> Any:
 
 def _broken_write(text: str) -> Iterator[str]:
     raise OSError("the terminal went away")
+
+
+def test_every_registered_repr_names_a_class_where_it_lives() -> None:
+    """The formatters are registered by module and name: a class that moves must move its entry too."""
+    import importlib
+
+    for module, name, _html, _text in reprs._REPRS:
+        cls = getattr(importlib.import_module(module), name)
+        assert cls.__module__ == module, f"{name} lives in {cls.__module__}, registered as {module}"
+
+
+def test_the_shell_shows_an_estimator_with_its_own_repr(shell: InteractiveShell) -> None:
+    reprs.register(shell)
+    html = shell.display_formatter.formatters["text/html"](TokenEstimator())
+    assert "Token estimator" in html

@@ -422,7 +422,7 @@ def agent_text(agent: Session) -> str:
 
 _REPRS: tuple[tuple[str, str, Callable[[Any], str], Callable[[Any], str]], ...] = (
     ("twinny_magics.budget", "ContextPlan", plan_html, plan_text),
-    ("twinny_magics.budget", "TokenEstimator", estimator_html, estimator_text),
+    ("twinny_magics.estimate", "TokenEstimator", estimator_html, estimator_text),
     ("twinny_magics.events", "Reply", reply_html, reply_text),
     ("twinny_magics.agent", "Agent", agent_html, agent_text),
 )
