@@ -346,5 +346,6 @@ def test_every_registered_repr_names_a_class_where_it_lives() -> None:
 
 def test_the_shell_shows_an_estimator_with_its_own_repr(shell: InteractiveShell) -> None:
     reprs.register(shell)
-    html = shell.display_formatter.formatters["text/html"](TokenEstimator())
+    estimator = TokenEstimator()
+    html = shell.display_formatter.formatters["text/html"].lookup(estimator)(estimator)
     assert "Token estimator" in html
