@@ -3,11 +3,12 @@
 The agent loop needs only `Workspace` (``definitions()`` to offer the tools, ``await run(call)`` to call
 one), `ToolOutput`, `ToolLimits` and `PendingEdit`. The modules, one concept each:
 
+- ``base``         what every tool shares: its limits (`ToolLimits`) and its output (`ToolOutput`)
 - ``context``      what a tool may ask of the toolset it runs in (`ToolContext`)
 - ``tool``         a tool as one object (`Tool`) and the checking of its arguments (`bind`)
 - ``registry``     the tools offered (`TOOLS`) and their implementations
 - ``refusal``      arguments that are not values (a copied description, a placeholder path), refused
-- ``paths``        confinement to the workspace root and the hidden/ignored rules
+- ``paths``        confinement to the workspace root and the hidden/ignored rules (``ignores``: git's)
 - ``opening``      opening a file or folder without following links
 - ``denied``       the deny list of secret files; ``unwritable``: the files never written
 - ``files``        a file as the tools read it (binary or text, its lines, masked), read_file

@@ -25,6 +25,10 @@ Three tools, offered only inside an IPython kernel:
   the text in a new cell below and do not run it) — after the user chose Insert, or at once under
   ``cells=insert``. Where nobody can insert (a terminal, a headless run) it is shown as code to copy.
 
+And two that read the kernel's variables without running the user's program (except under a time bound):
+``kernel_variables`` (every variable in a line, `variables`) and ``inspect_variable`` (one up close,
+`inspection`).
+
 The modules:
 
 - ``state``        `Kernel`, the tools' state in one shell; `Proposal`, a proposed cell
