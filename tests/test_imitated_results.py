@@ -187,3 +187,27 @@ def test_a_long_hostile_reply_is_read_in_linear_time() -> None:
         started = time.perf_counter()
         imitated_results(text)
         assert time.perf_counter() - started < 1.0
+
+
+# The hold-back matches markers as written (case and all), as it does for calls.
+@pytest.mark.parametrize("fake", [f for f in DIALECT_FAKES[:-2] if "TOOL_RESPONSE" not in f])
+def test_a_made_up_result_is_not_shown_while_it_streams(fake: str) -> None:
+    from twinny_magics.protocol.stream import StreamDetector
+
+    text = f"Let me see.\n{fake}\nSo it is 9999."
+    detector = StreamDetector()
+    shown = "".join(detector.feed(text[i : i + 3]) for i in range(0, len(text), 3)) + detector.flush()
+    assert shown.startswith("Let me see.")
+    assert "9999" not in shown
+
+
+def test_the_streamed_cell_never_shows_a_made_up_result(workspace: Path) -> None:
+    events: list[object] = []
+    fake = f'Checking.\n<tool_result name="grep">\n{FAKE}\n</tool_result>'
+    agent = Agent(server=ScriptedServer([fake, "It uses port 8080."]), workspace=workspace, mode="text")
+    agent.run("Which port does the app use?", on_event=events.append)
+    from twinny_magics.events import TextDelta
+
+    streamed = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert "9999" not in streamed
+    assert "It uses port 8080." in streamed

@@ -27,7 +27,7 @@ from twinny_magics.conversation import ToolCall
 from twinny_magics.protocol.parse import parse_reply
 from twinny_magics.protocol.schema import format_call, tool_specs
 
-__all__ = ["RESULT_WRAPPERS", "Imitation", "imitated_results"]
+__all__ = ["RESULT_WRAPPERS", "Imitation", "held_result_prefixes", "imitated_results"]
 
 #: Tag names that wrap a result (written ``<name attr="…">…</name>``, any case, closer optional).
 RESULT_TAGS = (
@@ -99,6 +99,13 @@ _OPENER = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w.-]{0,63})\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>/]+))""")
+
+
+def held_result_prefixes(limit: int) -> tuple[str, ...]:
+    """What the stream hold-back stops showing at, as for a call marker: the openers of imitated results,
+    each cut to its first ``limit`` characters (a made-up result is not shown while it streams either)."""
+    openers = [f"<{tag}" for tag in RESULT_TAGS] + [opener for opener, _ in RESULT_WRAPPERS]
+    return tuple(dict.fromkeys(opener[:limit] for opener in openers))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 from twinny_magics.protocol.markers import fence_languages, held_prefixes
 from twinny_magics.protocol.parse import ParsedReply, parse_reply
+from twinny_magics.protocol.results import held_result_prefixes
 
 HOLD = 12
 
@@ -29,9 +30,10 @@ _TEXT, _THINK, _CODE = range(3)
 # The window a decision reads: HOLD characters that are not whitespace, and at most twice HOLD in all.
 _WINDOW = re.compile(rf"(?:\s*\S){{{HOLD}}}")
 _SPACE = re.compile(r"\s")
-# The markers held back (fences apart: those are decided at a line start, below). Markers longer than
-# HOLD count once their first HOLD characters are there: they are distinctive enough.
-_LITERALS = held_prefixes(HOLD)
+# The markers held back (fences apart: those are decided at a line start, below), and the openers of a
+# tool result the model imitates (never shown: see ``results``). Markers longer than HOLD count once
+# their first HOLD characters are there: they are distinctive enough.
+_LITERALS = (*held_prefixes(HOLD), *held_result_prefixes(HOLD))
 _LITERALS_AT = {first: tuple(lit for lit in _LITERALS if lit[0] == first) for first in "<["}
 
 
