@@ -256,6 +256,32 @@ def imitated_result_prompt(mode: str, question: str = "", wrapper: str = "<tool_
     return f"{text} A call is written like this:\n```tool\n{call}\n```"
 
 
+# A reply that says what it is about to do, and stops: "I'll read the notebook…", "Let me check…", or a
+# numbered plan whose first step is to read or search.
+_PLAN = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|sure|great)[,.!]?\s+)?(?:I'?ll|I will|I am going to|I'm going to|Let me|Let's|"
+    r"I need to|I should|First,? (?:I|let)|To (?:answer|find|determine) this,? I)\b"
+    r"|^\s*(?:1[.)]|Step 1:?)\s+(?:\*\*)?(?:read|open|search|grep|look|find|check|list|run)\b",
+    re.IGNORECASE,
+)
+
+
+def announces_a_plan(text: str) -> bool:
+    """Whether a reply only says what it will do ("I'll read app.py first", "1. Read the notebook"), with
+    no answer in it: a small model that writes its plan and stops has not looked yet."""
+    return bool(_PLAN.match(text)) and len(text) < 1500
+
+
+def act_now_prompt(mode: str, question: str = "") -> str:
+    """The nudge sent back once when a reply announced what it would do instead of doing it."""
+    text = "You said what you would do but did not do it. Do it now: call the tool for your first step."
+    word = search_word(question)
+    if mode != "text" or word is None:
+        return text
+    call = json.dumps({"name": "grep", "arguments": {"pattern": word}}, ensure_ascii=False)
+    return f"{text} A call is written like this:\n```tool\n{call}\n```"
+
+
 def look_first_prompt(mode: str, question: str = "") -> str:
     """The nudge sent back when a first reply answered a workspace question without calling a tool."""
     text = (

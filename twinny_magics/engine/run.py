@@ -34,6 +34,8 @@ from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
     IMITATED_RESULT_NOTICE,
     NO_ANSWER,
+    act_now_prompt,
+    announces_a_plan,
     edit_first_prompt,
     imitated_result_prompt,
     look_first_prompt,
@@ -113,6 +115,8 @@ class Run:
         #: A reply that imitated a tool result is sent back once; so is an answer whose citation is wrong.
         self.imitated = False
         self.cited = False
+        #: An answer that only announced a plan is sent back once to carry out its first step.
+        self.acted = False
         self.warned = False
         #: Whether the last reply's calls (or broken calls) came as native tool calls, not as text.
         self.native_reply = False
@@ -294,6 +298,14 @@ class Run:
                 self.messages = [*self.messages, assistant(text), user(nudge)]
                 record.problems = ["answered without looking: nudged to call a tool first"]
                 return False
+            if self._nudge_to_act(text):
+                self.messages = [
+                    *self.messages,
+                    assistant(text),
+                    user(act_now_prompt(self.offer.mode, self.question.text)),
+                ]
+                record.problems = ["announced what it would do without doing it: nudged to do it"]
+                return False
             if self._nudge_to_edit():
                 self.messages = [*self.messages, assistant(text), user(edit_first_prompt(self.offer.mode))]
                 record.problems = ["answered a request for a change without making it: nudged to edit"]
@@ -404,6 +416,14 @@ class Run:
         if not self.question.about_workspace:
             return False
         self.nudged = True
+        return True
+
+    def _nudge_to_act(self, text: str) -> bool:
+        """Whether an answer that only announces a plan ("I'll read the notebook…") goes back once to
+        carry out its first step (a workspace question, and no tool ran in this reply yet)."""
+        if self.acted or self.calls.ran or not self.question.about_workspace or not announces_a_plan(text):
+            return False
+        self.acted = True
         return True
 
     def _nudge_to_edit(self) -> bool:
