@@ -166,3 +166,10 @@ def test_a_notebook_is_checked_as_its_cell_view(tmp_path: Path) -> None:
     )
     lines = Workspace(tmp_path).cited_lines("n.ipynb", 1, 3)
     assert any("LIMIT = 250" in text for _, text in lines)
+
+
+def test_the_replys_text_repr_says_which_citations_were_checked(workspace: Path) -> None:
+    from twinny_magics.display.reprs import reply_text
+
+    agent, _ = ask(workspace, "PORT is 8080 (app.py:4), not .env:1.")
+    assert reply_text(agent.replies[-1]).endswith("Citations: app.py:4 checked; .env:1 not checked")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from twinny_magics.budget import DEEP_TARGET_PERCENT
 from twinny_magics.contracts import Addressed, MaybeEmbedded, ModelServer, PendingChange
+from twinny_magics.engine.citations import summary as citations_summary
 from twinny_magics.inert import inert
 from twinny_magics.usage import Price, Usage, usage_line
 
@@ -311,6 +312,8 @@ def reply_text(reply: Reply) -> str:
     ]
     if reply.text:
         lines += ["", reply.text]
+    if reply.citations:  # each file:line the answer cites, checked against the file or not
+        lines.append(citations_summary(reply.citations))
     return "\n".join(lines)
 
 
