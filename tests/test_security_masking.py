@@ -257,7 +257,9 @@ async def test_every_tool_result_is_masked_before_the_model_sees_it(keyed: Path)
         await call(ws, "grep", pattern="API_KEY|postgres"),
         await call(ws, "grep", pattern=OPENAI[:12]),  # the pattern itself, echoed, is masked too
         await call(ws, "run_command", command="cat config.py; echo " + GITHUB + " >&2; exit 3"),
-        # An error that quotes the closest lines of the file, the real key among them.
+        # An error that quotes the closest lines of the file, the real key among them (as shown: masked;
+        # a find holding a guess of the key is no closer to them than a wrong guess, so one near the mask).
+        await call(ws, "edit_file", path="config.py", find=f'API_KEY = "{MASK[:-2]}"', replace="y"),
         await call(ws, "edit_file", path="config.py", find=f'API_KEY = "{OPENAI[:30]}"', replace="y"),
         await call(ws, "read_file", path=f"{HF}.txt"),  # an error naming the path it was given
     ]
