@@ -169,3 +169,24 @@ def test_a_second_look_shows_the_function_a_named_attribute_is_set_to(project: P
     assert (line_of(project, "pkg/callers.py", "def _multicall"), "def _multicall(hooks, args):") in chunks[
         1
     ][1]
+
+
+@pytest.mark.parametrize(("tests", "whole"), [(8, True), (30, False)])
+def test_a_count_over_a_short_named_file_shows_it_whole(project: Path, tests: int, whole: bool) -> None:
+    body = "".join(f"def test_case_{k}():\n    assert True\n\n\n" for k in range(tests))
+    (project / "tests" / "test_count.py").write_text("import pytest\n\n\n" + body)
+    path, rows = evidence(project, "How many test functions does tests/test_count.py define?")[0]
+    assert path == "tests/test_count.py"
+    numbers = [n for n, _ in rows]
+    assert (numbers[0] == 1 and numbers[-1] >= 3 + 4 * tests - 2) is whole
+
+
+def test_a_question_that_counts_nothing_gets_chunks_not_the_whole_file(project: Path) -> None:
+    filler = "# a line of notes\n" * 45
+    (project / "tests" / "test_count.py").write_text(
+        f"import pytest\n{filler}def test_case_one():\n    assert True\n"
+    )
+    _, rows = evidence(project, "On which line of tests/test_count.py is test_case_one defined?")[0]
+    assert rows[0] == (47, "def test_case_one():")
+    _, rows = evidence(project, "How many test functions does tests/test_count.py define?")[0]
+    assert rows[0] == (1, "import pytest")

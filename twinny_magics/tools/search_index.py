@@ -29,6 +29,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import sqlite3
 import stat
 import time
@@ -71,6 +72,10 @@ LINE_CHARS = 400
 UPDATE_SECONDS = 20.0
 #: Chunks kept per file in one search's results, so that the best few span more than one file.
 PER_FILE = 2
+#: A file the question counts over is shown whole when it has at most this many lines.
+WHOLE_LINES = 60
+_WHOLE_SCORE = 1000.0
+_COUNTS = re.compile(r"\bhow many\b|\bcount\b|\bnumber of\b", re.IGNORECASE)
 #: Candidates a search adds, per query, for the definitions its question names (``retrieval.named_queries``).
 _NAMED_ROWS = 12
 # BM25 column weights: file (unindexed), its path's words, names, words, and the unindexed rest.
@@ -308,11 +313,24 @@ class SearchIndex:
             return []
         named = named_in(words)
         try:
-            return self._search(terms, n, named)
+            found = self._search(terms, n, named)
         except sqlite3.Error:
             self._reset()
             self.update()
-            return self._search(terms, n, named)
+            found = self._search(terms, n, named)
+        return self._whole(words, named, found, n)
+
+    def _whole(self, words: str, named: Named, found: list[Chunk], n: int) -> list[Chunk]:
+        """For a count over a file the question names, that file whole first when it is short: a count
+        made from the two chunks shown of six is wrong."""
+        if not named.paths or not _COUNTS.search(words):
+            return found
+        for path in [f.path for f in self.last.files if named.names_file(f.path)][:3]:
+            lines = self._lines(path, WHOLE_LINES + 1) if self._visible(path) else None
+            if lines and len(lines) <= WHOLE_LINES:
+                whole = Chunk(path, 1, len(lines), tuple(lines), (), _WHOLE_SCORE)
+                return [whole, *[c for c in found if c.path != path]][:n]
+        return found
 
     def _search(self, terms: list[str], n: int, named: Named | None = None) -> list[Chunk]:
         db = self._connect()
