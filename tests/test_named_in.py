@@ -21,6 +21,7 @@ from twinny_magics.retrieval import Named, defining_line, hop_names, named_bonus
         ("Where is `merge_with` used?", (), (("merge_with",),)),
         ("Which file defines the function countby?", (), (("countby",),)),
         ("What does the project do?", (), ()),
+        ("What message does memoize raise for a list?", (), (("memoize",),)),
     ],
 )
 def test_what_a_question_names(

@@ -190,3 +190,18 @@ def test_a_question_that_counts_nothing_gets_chunks_not_the_whole_file(project: 
     assert rows[0] == (47, "def test_case_one():")
     _, rows = evidence(project, "How many test functions does tests/test_count.py define?")[0]
     assert rows[0] == (1, "import pytest")
+
+
+def test_what_a_named_function_raises_comes_before_its_docstring(project: Path) -> None:
+    doc = "".join(f"    memo notes {k}: a cache of calls, keyed by the arguments given.\n" for k in range(45))
+    (project / "pkg" / "memo.py").write_text(
+        f'def memoize(func):\n    """Cache func.\n\n{doc}    """\n    cache = {{}}\n\n    def memof(*args):\n'
+        "        try:\n            return cache[args]\n        except TypeError:\n"
+        '            raise TypeError("Arguments to memoized function must be hashable")\n\n    return memof\n'
+    )
+    path, rows = evidence(
+        project, "What error message does memoize raise for arguments that are not hashable?"
+    )[0]
+    assert path == "pkg/memo.py"
+    n = line_of(project, "pkg/memo.py", '            raise TypeError("Arguments')
+    assert n in [k for k, _ in rows]

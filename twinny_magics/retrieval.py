@@ -445,8 +445,10 @@ _KIND_NAME = re.compile(
     r"\s+`?([A-Za-z_]\w*)`?",
     re.IGNORECASE,
 )
-#: A name said to be defined ("is groupby defined", "where countby is defined").
-_DEFINED_NAME = re.compile(r"\b([A-Za-z_]\w*)`?\s+(?:is\s+)?(?:defined|declared|set)\b")
+#: A name said to be defined ("is groupby defined") or to act ("does memoize raise").
+_DEFINED_NAME = re.compile(
+    r"\b([A-Za-z_]\w*)`?\s+(?:is\s+)?(?:defined|declared|set)\b|\bdoes\s+`?([A-Za-z_]\w*)`?\s+(?:raise|warn)\b"
+)
 #: "X in a/b.py" and "a/b.py's X".
 _NAME_IN_PATH = re.compile(rf"(?P<name>[A-Za-z_][\w.]*)`?\s+(?:in|of|from)\s+`?(?:{_NAMED_PATH.pattern})")
 _PATHS_NAME = re.compile(rf"(?:{_NAMED_PATH.pattern})`?'s\s+`?(?P<name>[A-Za-z_][\w.]*)")
@@ -487,7 +489,7 @@ def named_in(question: str) -> Named:
     rest = _DOTTED.sub(" ", rest)
     for pattern in (_QUOTED, _KIND_NAME, _DEFINED_NAME):
         for match in pattern.finditer(rest):
-            name = match.group(1)
+            name = match.group(match.lastindex or 1)
             if name.lower() not in _NOT_NAMES:
                 chains.append(tuple(name.split(".")))
     for token in _WORD.findall(rest):
