@@ -181,15 +181,37 @@ def test_a_count_over_a_short_named_file_shows_it_whole(project: Path, tests: in
     assert (numbers[0] == 1 and numbers[-1] >= 3 + 4 * tests - 2) is whole
 
 
-def test_a_question_that_counts_nothing_gets_chunks_not_the_whole_file(project: Path) -> None:
-    filler = "# a line of notes\n" * 45
+def test_a_long_named_file_gets_chunks_not_the_whole_file(project: Path) -> None:
+    filler = "# a line of notes\n" * 65
     (project / "tests" / "test_count.py").write_text(
         f"import pytest\n{filler}def test_case_one():\n    assert True\n"
     )
     _, rows = evidence(project, "On which line of tests/test_count.py is test_case_one defined?")[0]
-    assert rows[0] == (47, "def test_case_one():")
-    _, rows = evidence(project, "How many test functions does tests/test_count.py define?")[0]
-    assert rows[0] == (1, "import pytest")
+    assert rows[0] == (67, "def test_case_one():")
+
+
+def test_a_value_deep_in_a_short_named_file_is_shown(project: Path) -> None:
+    # As toolz's _version.py: a short header chunk, the value further down; another file full of the
+    # question's words takes the rest of the evidence.
+    head = (
+        '"""The version of pkg, generated from git."""\n\nimport json\n\n\n'
+        "def get_versions():\n    return json.loads(DATA)\n"
+    )
+    data = (
+        'DATA = """\n{\n "date": "2024-10-04",\n "dirty": false,\n "full-revisionid": "07f30a9",\n'
+        ' "version": "1.0.0"\n}\n"""\n'
+    )
+    (project / "pkg" / "_version.py").write_text(head + "\n\n" + data)
+    revision = "def git_revision_{}():\n    # the full git revision id the version was generated from\n"
+    (project / "versioneer.py").write_text(
+        "".join(revision.format(k) + "    return 'x'\n\n\n" for k in range(30))
+    )
+    path, rows = evidence(
+        project, "From which git revision (the full revision id) was pkg/_version.py generated?"
+    )[0]
+    assert path == "pkg/_version.py"
+    n = line_of(project, "pkg/_version.py", ' "full-revisionid"')
+    assert (n, ' "full-revisionid": "07f30a9",') in rows
 
 
 def test_what_a_named_function_raises_comes_before_its_docstring(project: Path) -> None:

@@ -78,10 +78,9 @@ PER_FILE = 2
 RAISE_BONUS = 90.0
 _ASKS_RAISE = re.compile(r"\b(?:raises?|exception|error|message|warns?|warning)\b", re.IGNORECASE)
 _RAISES = re.compile(r"^[ \t]*(?:raise\b|(?:warnings\.)?warn\()", re.MULTILINE)
-#: A file the question counts over is shown whole when it has at most this many lines.
+#: A file the question names is shown whole, first, when it has at most this many lines.
 WHOLE_LINES = 60
 _WHOLE_SCORE = 1000.0
-_COUNTS = re.compile(r"\bhow many\b|\bcount\b|\bnumber of\b", re.IGNORECASE)
 #: Candidates a search adds, per query, for the definitions its question names (``retrieval.named_queries``).
 _NAMED_ROWS = 12
 # BM25 column weights: file (unindexed), its path's words, names, words, and the unindexed rest.
@@ -325,12 +324,12 @@ class SearchIndex:
             self._reset()
             self.update()
             found = self._search(terms, n, named, raising=raising)
-        return self._whole(words, named, found, n)
+        return self._whole(named, found, n)
 
-    def _whole(self, words: str, named: Named, found: list[Chunk], n: int) -> list[Chunk]:
-        """For a count over a file the question names, that file whole first when it is short: a count
-        made from the two chunks shown of six is wrong."""
-        if not named.paths or not _COUNTS.search(words):
+    def _whole(self, named: Named, found: list[Chunk], n: int) -> list[Chunk]:
+        """A short file the question names, whole and first: a count made from two chunks of six is
+        wrong, and a value 14 lines into a 21-line file is missed by a 6-line chunk of it."""
+        if not named.paths:
             return found
         for path in [f.path for f in self.last.files if named.names_file(f.path)][:3]:
             lines = self._lines(path, WHOLE_LINES + 1) if self._visible(path) else None
