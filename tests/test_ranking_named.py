@@ -227,3 +227,15 @@ def test_what_a_named_function_raises_comes_before_its_docstring(project: Path) 
     assert path == "pkg/memo.py"
     n = line_of(project, "pkg/memo.py", '            raise TypeError("Arguments')
     assert n in [k for k, _ in rows]
+
+
+def test_the_default_of_a_named_classs_parameter_is_shown_not_its_docstring(project: Path) -> None:
+    path, rows = evidence(project, "What is the default size of the class Ellipse?")[0]
+    assert path == "pkg/shapes.py"
+    n = line_of(project, "pkg/shapes.py", "class Ellipse")
+    init = next(
+        k
+        for k, line in enumerate((project / "pkg/shapes.py").read_text().splitlines(), 1)
+        if k > n and "def __init__" in line
+    )
+    assert (init, "    def __init__(self, size=5):") in rows

@@ -78,6 +78,47 @@ PER_FILE = 2
 RAISE_BONUS = 90.0
 _ASKS_RAISE = re.compile(r"\b(?:raises?|exception|error|message|warns?|warning)\b", re.IGNORECASE)
 _RAISES = re.compile(r"^[ \t]*(?:raise\b|(?:warnings\.)?warn\()", re.MULTILINE)
+_ASKS_DEFAULT = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+#: Question words that are no parameter's name.
+_NOT_PARAMETERS = frozenset({"default", "defaults", "value", "argument", "parameter", "classifier", "number"})
+
+
+def _from_focus(chunks: list[Chunk], focus: re.Pattern[str] | None) -> list[Chunk]:
+    """Each chunk whose focus line is far down, shown from a few lines before it (a 40-line chunk is cut
+    by the evidence's room before its last lines; the numbers stay the file's own)."""
+    if focus is None:
+        return chunks
+    out = []
+    for chunk in chunks:
+        at = next((k for k, line in enumerate(chunk.lines) if focus.search(line)), None)
+        if at is None or at <= _FOCUS_BEFORE * 2:
+            out.append(chunk)
+            continue
+        cut = at - _FOCUS_BEFORE
+        out.append(Chunk(chunk.path, chunk.start + cut, chunk.end, chunk.lines[cut:], (), chunk.score))
+    return out
+
+
+#: Lines kept before a focus line when a chunk is shown from it.
+_FOCUS_BEFORE = 4
+
+
+def _focus(words: str, terms: list[str], named: Named) -> re.Pattern[str] | None:
+    """The lines a chunk of a named definition should hold to come first: a raise or a warning when the
+    question asks what is raised, a parameter's default (``hinge=1.5``) when it asks for a default."""
+    if not named:
+        return None
+    if _ASKS_RAISE.search(words):
+        return _RAISES
+    if not _ASKS_DEFAULT.search(words):
+        return None
+    own = {chain[-1].lower() for chain in named.names}
+    params = [t for t in terms if len(t) >= 3 and t not in own and t not in _NOT_PARAMETERS]
+    if not params:
+        return None
+    return re.compile(rf"\b(?:{'|'.join(map(re.escape, params))})\s*=(?!=)", re.IGNORECASE)
+
+
 #: A file the question names is shown whole, first, when it has at most this many lines.
 WHOLE_LINES = 60
 _WHOLE_SCORE = 1000.0
@@ -317,14 +358,14 @@ class SearchIndex:
         if not terms:
             return []
         named = named_in(words)
-        raising = bool(named) and _ASKS_RAISE.search(words) is not None
+        focus = _focus(words, terms, named)
         try:
-            found = self._search(terms, n, named, raising=raising)
+            found = self._search(terms, n, named, focus=focus)
         except sqlite3.Error:
             self._reset()
             self.update()
-            found = self._search(terms, n, named, raising=raising)
-        return self._whole(named, found, n)
+            found = self._search(terms, n, named, focus=focus)
+        return self._whole(named, _from_focus(found, focus), n)
 
     def _whole(self, named: Named, found: list[Chunk], n: int) -> list[Chunk]:
         """A short file the question names, whole and first: a count made from two chunks of six is
@@ -339,7 +380,7 @@ class SearchIndex:
         return found
 
     def _search(
-        self, terms: list[str], n: int, named: Named | None = None, *, raising: bool = False
+        self, terms: list[str], n: int, named: Named | None = None, *, focus: re.Pattern[str] | None = None
     ) -> list[Chunk]:
         db = self._connect()
         select = (
@@ -360,7 +401,10 @@ class SearchIndex:
         wanted = set(terms)
         outlines: dict[str, tuple[Definition, ...]] = {}
         for path, start, end, body, rank in rows:
-            named_row = (path, start) in by_name
+            # Found by a named query, or holding the lines the question asks of a named definition.
+            named_row = (path, start) in by_name or (
+                focus is not None and focus.search(str(body)) is not None
+            )
             if not isinstance(path, str) or not self._visible(path):
                 continue
             if not named_row and per_file.get(path, 0) >= PER_FILE:
@@ -384,13 +428,14 @@ class SearchIndex:
                 before = [d for d in outlines[path] if d.line <= first]
                 enclosing = max(before, key=lambda d: d.line).name if before else None
                 score += named_bonus(named, path, str(body).splitlines(), enclosing)
-                # "What does X raise": the chunk of X (or of the named file) that raises, not X's docstring.
+                # "What does X raise", "the default of X's y": the chunk of X (or of the named file) that
+                # raises, or that gives y its default — not X's docstring.
                 inside = enclosing in {chain[-1] for chain in named.names} or named.names_file(path)
-                if raising and inside and _RAISES.search(str(body)):
+                if focus is not None and inside and focus.search(str(body)):
                     score += RAISE_BONUS
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
-        if by_name:  # the named rows were not held to PER_FILE as they came: the best few of a file are
+        if by_name or focus is not None:  # named rows were not held to PER_FILE as they came: the best are
             kept: dict[str, int] = {}
             ranked = [c for c in ranked if kept.setdefault(c.path, 0) < PER_FILE and _count(kept, c.path)]
         if named and ranked:
