@@ -4,12 +4,13 @@
 
 Runs ``redact.mask_secrets`` over every ``.py`` file of the standard library (``sys.base_prefix``'s
 ``lib/python3.X``, its ``test`` package included) and of this venv's site-packages, twice: with the
-masker as it is in the work tree ("after") and with ``twinny_magics/redact.py`` as it was at ``--before``
-(loaded from ``git show REV:twinny_magics/redact.py`` into a temporary module). None of these files holds
-a real credential, so every masked line is over-masking, or a test fixture shaped like a key; the masked
-lines are listed (in the JSON, all of them; printed, the first ``--show``) so a person can judge them.
-Each file is masked whole, as it is and as read_file shows it (numbered lines). Also the time per MB of
-each masker (the best of three runs per file, the two maskers taking turns: the machine is shared).
+masker as it is in the work tree ("after") and as it was at ``--before`` (read with ``git show`` into a
+temporary module: ``twinny_magics/redact.py``, or the ``twinny_magics/redact/`` package it became). None
+of these files holds a real credential, so every masked line is over-masking, or a test fixture shaped
+like a key; the masked lines are listed (in the JSON, all of them; printed, the first ``--show``) so a
+person can judge them. Each file is masked whole, as it is and as read_file shows it (numbered lines).
+Also the time per MB of each masker (the best of three runs per file, the two maskers taking turns: the
+machine is shared).
 
 Prints a table and writes benchmarks/results_masking.json.
 """
@@ -49,20 +50,29 @@ def corpus() -> list[Path]:
 
 
 def load_masker(rev: str) -> ModuleType:
-    """``twinny_magics/redact.py`` at ``rev``, as a module of its own (it imports nothing of ours)."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:twinny_magics/redact.py"],
+    """The masker at ``rev``, as a module of its own (it imports nothing of ours but its own modules):
+    ``twinny_magics/redact.py``, or each module of the ``twinny_magics/redact/`` package it became."""
+    folder = Path(tempfile.mkdtemp()) / "redact_before"
+    folder.mkdir()
+    listed = subprocess.run(
+        ["git", "ls-tree", "--name-only", rev, "twinny_magics/redact/"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
-    ).stdout
-    path = Path(tempfile.mkdtemp()) / "redact_before.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("redact_before", path)
+    ).stdout.split()
+    for name in listed or ["twinny_magics/redact.py"]:
+        source = subprocess.run(
+            ["git", "show", f"{rev}:{name}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+        (folder / ("__init__.py" if name.endswith("redact.py") else Path(name).name)).write_text(source)
+    spec = importlib.util.spec_from_file_location(
+        "redact_before", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules["redact_before"] = module  # its modules import one another as `.base`, `.names`…
     spec.loader.exec_module(module)
     return module
 

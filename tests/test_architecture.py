@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "_lazy",
         "version",
         "errors",
-        "redact",
+        "redact/",
         "inert",
         "conversation",
         "text_tokens",
@@ -82,7 +82,6 @@ KNOWN_CLIMBS: frozenset[tuple[str, str]] = frozenset(
 KNOWN_LARGE: frozenset[str] = frozenset(
     {
         "protocol/dialects.py",  # helper-D1
-        "redact.py",  # helper-B2
     }
 )
 
