@@ -22,6 +22,7 @@ from twinny_magics.retrieval import Named, defining_line, hop_names, named_bonus
         ("Which file defines the function countby?", (), (("countby",),)),
         ("What does the project do?", (), ()),
         ("What message does memoize raise for a list?", (), (("memoize",),)),
+        ("Which test file has the tests for countby?", (), (("countby",),)),
     ],
 )
 def test_what_a_question_names(

@@ -239,3 +239,8 @@ def test_the_default_of_a_named_classs_parameter_is_shown_not_its_docstring(proj
         if k > n and "def __init__" in line
     )
     assert (init, "    def __init__(self, size=5):") in rows
+
+
+def test_a_question_for_a_names_tests_gets_the_test_file_that_uses_it(project: Path) -> None:
+    path, _ = evidence(project, "Which test file has the tests for Triangle?")[0]
+    assert path == "tests/test_shapes.py"

@@ -448,6 +448,7 @@ _KIND_NAME = re.compile(
 #: A name said to be defined ("is groupby defined") or to act ("does memoize raise").
 _DEFINED_NAME = re.compile(
     r"\b([A-Za-z_]\w*)`?\s+(?:is\s+)?(?:defined|declared|set)\b|\bdoes\s+`?([A-Za-z_]\w*)`?\s+(?:raise|warn)\b"
+    r"|\btests\s+(?:for|of)\s+(?:the\s+\w+\s+)?`?([A-Za-z_]\w*)"
 )
 #: "X in a/b.py" and "a/b.py's X".
 _NAME_IN_PATH = re.compile(rf"(?P<name>[A-Za-z_][\w.]*)`?\s+(?:in|of|from)\s+`?(?:{_NAMED_PATH.pattern})")

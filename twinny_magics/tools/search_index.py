@@ -59,6 +59,15 @@ from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.files import TextLines, is_binary
 from twinny_magics.tools.opening import Entry, Target
 from twinny_magics.tools.paths import Confinement
+from twinny_magics.tools.search_focus import (
+    ASKS_TESTS,
+    RAISE_BONUS,
+    TEST_PATH,
+    TESTS_BONUS,
+    focus_of,
+    from_focus,
+    named_uses,
+)
 
 INDEX_VERSION = "2"
 #: Where the indexes live, one file per workspace (named by a digest of its path), unless
@@ -72,53 +81,6 @@ LINE_CHARS = 400
 UPDATE_SECONDS = 20.0
 #: Chunks kept per file in one search's results, so that the best few span more than one file.
 PER_FILE = 2
-#: What a chunk of a named definition (or of the named file) that raises or warns gains when the question
-#: asks what is raised: above a definition's own bonus, so the raising line 60 lines below a ``def`` and
-#: its docstring comes first (measured: 45 and 60 place fewer, 90-200 the same).
-RAISE_BONUS = 90.0
-_ASKS_RAISE = re.compile(r"\b(?:raises?|exception|error|message|warns?|warning)\b", re.IGNORECASE)
-_RAISES = re.compile(r"^[ \t]*(?:raise\b|(?:warnings\.)?warn\()", re.MULTILINE)
-_ASKS_DEFAULT = re.compile(r"\bdefaults?\b", re.IGNORECASE)
-#: Question words that are no parameter's name.
-_NOT_PARAMETERS = frozenset({"default", "defaults", "value", "argument", "parameter", "classifier", "number"})
-
-
-def _from_focus(chunks: list[Chunk], focus: re.Pattern[str] | None) -> list[Chunk]:
-    """Each chunk whose focus line is far down, shown from a few lines before it (a 40-line chunk is cut
-    by the evidence's room before its last lines; the numbers stay the file's own)."""
-    if focus is None:
-        return chunks
-    out = []
-    for chunk in chunks:
-        at = next((k for k, line in enumerate(chunk.lines) if focus.search(line)), None)
-        if at is None or at <= _FOCUS_BEFORE * 2:
-            out.append(chunk)
-            continue
-        cut = at - _FOCUS_BEFORE
-        out.append(Chunk(chunk.path, chunk.start + cut, chunk.end, chunk.lines[cut:], (), chunk.score))
-    return out
-
-
-#: Lines kept before a focus line when a chunk is shown from it.
-_FOCUS_BEFORE = 4
-
-
-def _focus(words: str, terms: list[str], named: Named) -> re.Pattern[str] | None:
-    """The lines a chunk of a named definition should hold to come first: a raise or a warning when the
-    question asks what is raised, a parameter's default (``hinge=1.5``) when it asks for a default."""
-    if not named:
-        return None
-    if _ASKS_RAISE.search(words):
-        return _RAISES
-    if not _ASKS_DEFAULT.search(words):
-        return None
-    own = {chain[-1].lower() for chain in named.names}
-    params = [t for t in terms if len(t) >= 3 and t not in own and t not in _NOT_PARAMETERS]
-    if not params:
-        return None
-    return re.compile(rf"\b(?:{'|'.join(map(re.escape, params))})\s*=(?!=)", re.IGNORECASE)
-
-
 #: A file the question names is shown whole, first, when it has at most this many lines.
 WHOLE_LINES = 60
 _WHOLE_SCORE = 1000.0
@@ -358,14 +320,15 @@ class SearchIndex:
         if not terms:
             return []
         named = named_in(words)
-        focus = _focus(words, terms, named)
+        focus = focus_of(words, terms, named)
+        tests = bool(named) and ASKS_TESTS.search(words) is not None
         try:
-            found = self._search(terms, n, named, focus=focus)
+            found = self._search(terms, n, named, focus=focus, tests=tests)
         except sqlite3.Error:
             self._reset()
             self.update()
-            found = self._search(terms, n, named, focus=focus)
-        return self._whole(named, _from_focus(found, focus), n)
+            found = self._search(terms, n, named, focus=focus, tests=tests)
+        return self._whole(named, from_focus(found, focus), n)
 
     def _whole(self, named: Named, found: list[Chunk], n: int) -> list[Chunk]:
         """A short file the question names, whole and first: a count made from two chunks of six is
@@ -380,7 +343,13 @@ class SearchIndex:
         return found
 
     def _search(
-        self, terms: list[str], n: int, named: Named | None = None, *, focus: re.Pattern[str] | None = None
+        self,
+        terms: list[str],
+        n: int,
+        named: Named | None = None,
+        *,
+        focus: re.Pattern[str] | None = None,
+        tests: bool = False,
     ) -> list[Chunk]:
         db = self._connect()
         select = (
@@ -433,6 +402,8 @@ class SearchIndex:
                 inside = enclosing in {chain[-1] for chain in named.names} or named.names_file(path)
                 if focus is not None and inside and focus.search(str(body)):
                     score += RAISE_BONUS
+                if tests and TEST_PATH.search(path) and named_uses(named, str(body)):
+                    score += TESTS_BONUS
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
         if by_name or focus is not None:  # named rows were not held to PER_FILE as they came: the best are

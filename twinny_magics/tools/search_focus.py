@@ -1,0 +1,72 @@
+"""What a question asks of a named definition, as the lines a chunk of it should hold to come first.
+
+Pure: regular expressions over a question and chunks. The search (``search_index``) ranks a chunk of a
+definition the question names (or of the file it names) first when it holds what is asked: the raise
+or warning for "what does ``memoize`` raise", the parameter's default for "the default hinge of
+``BoxPlot``"; and a chunk of a test file that uses a named name for "the tests for ``countby``". Each
+measured on the development tasks (``benchmarks/bench_ranking.py``; see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from twinny_magics.retrieval import Chunk, Named
+
+#: What a chunk of a named definition (or of the named file) that raises or warns gains when the question
+#: asks what is raised: above a definition's own bonus, so the raising line 60 lines below a ``def`` and
+#: its docstring comes first (measured: 45 and 60 place fewer, 90-200 the same).
+RAISE_BONUS = 90.0
+_ASKS_RAISE = re.compile(r"\b(?:raises?|exception|error|message|warns?|warning)\b", re.IGNORECASE)
+_RAISES = re.compile(r"^[ \t]*(?:raise\b|(?:warnings\.)?warn\()", re.MULTILINE)
+#: What a chunk of a test file that uses a named name gains when the question asks for its tests: above
+#: the name's own definition (+30, +20 as a top-level one), which is not what is asked (30: no change).
+TESTS_BONUS = 60.0
+ASKS_TESTS = re.compile(r"\btest(?:s|ed| file| files)?\b", re.IGNORECASE)
+TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)test_[^/]*$|_test\.py$")
+
+
+def named_uses(named: Named, body: str) -> bool:
+    """Whether ``body`` uses one of the names the question names (as a whole word)."""
+    return any(re.search(rf"(?<!\w){re.escape(chain[-1])}(?!\w)", body) for chain in named.names)
+
+
+_ASKS_DEFAULT = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+#: Question words that are no parameter's name.
+_NOT_PARAMETERS = frozenset({"default", "defaults", "value", "argument", "parameter", "classifier", "number"})
+
+
+def from_focus(chunks: list[Chunk], focus: re.Pattern[str] | None) -> list[Chunk]:
+    """Each chunk whose focus line is far down, shown from a few lines before it (a 40-line chunk is cut
+    by the evidence's room before its last lines; the numbers stay the file's own)."""
+    if focus is None:
+        return chunks
+    out = []
+    for chunk in chunks:
+        at = next((k for k, line in enumerate(chunk.lines) if focus.search(line)), None)
+        if at is None or at <= FOCUS_BEFORE * 2:
+            out.append(chunk)
+            continue
+        cut = at - FOCUS_BEFORE
+        out.append(Chunk(chunk.path, chunk.start + cut, chunk.end, chunk.lines[cut:], (), chunk.score))
+    return out
+
+
+#: Lines kept before a focus line when a chunk is shown from it.
+FOCUS_BEFORE = 4
+
+
+def focus_of(words: str, terms: list[str], named: Named) -> re.Pattern[str] | None:
+    """The lines a chunk of a named definition should hold to come first: a raise or a warning when the
+    question asks what is raised, a parameter's default (``hinge=1.5``) when it asks for a default."""
+    if not named:
+        return None
+    if _ASKS_RAISE.search(words):
+        return _RAISES
+    if not _ASKS_DEFAULT.search(words):
+        return None
+    own = {chain[-1].lower() for chain in named.names}
+    params = [t for t in terms if len(t) >= 3 and t not in own and t not in _NOT_PARAMETERS]
+    if not params:
+        return None
+    return re.compile(rf"\b(?:{'|'.join(map(re.escape, params))})\s*=(?!=)", re.IGNORECASE)
