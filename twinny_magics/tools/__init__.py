@@ -16,6 +16,7 @@ one), `ToolOutput`, `ToolLimits` and `PendingEdit`. The modules, one concept eac
 - ``grep``         grep, and the bounded search behind the hints
 - ``notebook``     a .ipynb as its cells
 - ``search_index`` the ranked search's index of the workspace (SQLite FTS5), kept out of it
+  (``search_focus``: what a question asks of a named definition)
 - ``edits``        edit_file, create_file, pending review, atomic writes (``matching``: where find matches)
 - ``commands``     run_command as a process group that is always stopped (``supervise``)
 - ``kernel/``      the notebook kernel's tools: cell_history, run_python, propose_cell, the variables
