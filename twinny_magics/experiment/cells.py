@@ -86,6 +86,13 @@ def _parser(prog: str, magic: bool) -> argparse.ArgumentParser:
     parser.add_argument(
         "--temperature", type=float, metavar="T", help="sampling temperature (default 0: greedy)"
     )
+    parser.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        default=1,
+        metavar="N",
+        help="runs at once (default 1; auto: as many as the server has slots)",
+    )
     parser.add_argument("--save", metavar="FILE", help="save the results as JSON")
     parser.add_argument("--resume", metavar="FILE", help="keep the runs saved in FILE and run the rest")
     for name in ("server", *SHARED, "workspace"):
@@ -94,6 +101,16 @@ def _parser(prog: str, magic: bool) -> argparse.ArgumentParser:
     if not magic:
         parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     return parser
+
+
+def _concurrency(text: str) -> int | str:
+    """``--concurrency``'s value: a whole number from 1, or ``auto``."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 6) or int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of runs at once (1 or more) or auto")
+    return int(digits)
 
 
 def parse_line(line: str, prog: str = "%%agent compare") -> argparse.Namespace:
@@ -189,6 +206,7 @@ def compare(
         resume=args.resume,
         save=args.save,
         progress=progress,
+        concurrency=args.concurrency,
         **options,
     )
 

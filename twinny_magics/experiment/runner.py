@@ -27,6 +27,7 @@ After ``max_errors`` errors in a row (a server that died) the experiment stops t
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
@@ -38,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from twinny_magics.contracts import Addressed
 from twinny_magics.experiment.checks import Question, describe
 from twinny_magics.experiment.copies import Snapshot, changes, fresh_copy, snapshot, template
+from twinny_magics.experiment.parallel import Pool
+from twinny_magics.experiment.parallel import Progress as PoolProgress
 from twinny_magics.experiment.records import Run
 from twinny_magics.experiment.results import Results
 from twinny_magics.experiment.serving import RunServer, seeded
@@ -45,6 +48,7 @@ from twinny_magics.experiment.variants import SERVER_OPTIONS, Variant, check_opt
 from twinny_magics.version import __version__
 
 if TYPE_CHECKING:
+    from twinny_magics.agent import Agent
     from twinny_magics.contracts import ModelServer
     from twinny_magics.events import Reply
 
@@ -68,6 +72,7 @@ def run(
     progress: Progress = "auto",
     isolate_cache: bool = True,
     max_errors: int = 3,
+    concurrency: int | Literal["auto"] = 1,
     **options: Any,
 ) -> Results:
     """Run every question under every variant (``repeat`` times) and return the results.
@@ -77,7 +82,9 @@ def run(
     set; edits are applied (each run has its own copy of ``workspace``). ``seed=None`` sends no seed.
     ``resume`` (results, or the path they were saved to) keeps the runs already done. ``save`` writes the
     results there as they grow. ``progress``: ``rich`` (a line updated in place, in a notebook), ``text``
-    (a line per run on stderr), ``off``, or ``auto`` (rich in a kernel, else text).
+    (a line per run on stderr), ``off``, or ``auto`` (rich in a kernel, else text). ``concurrency``: how
+    many runs at once (``"auto"``: as many as the server has slots, see :mod:`.slots`); the results are
+    the same runs in the same order whatever finishes first.
     """
     asked = _questions(questions)
     chosen = _variants(variants)
@@ -86,6 +93,7 @@ def run(
         raise ValueError(f"repeat={repeat!r}: give how many times to run each question (1 or more).")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise ValueError(f"seed={seed!r}: give an integer, or None to send none.")
+    _check_concurrency(concurrency)
     earlier = Results.load(resume) if isinstance(resume, str | os.PathLike) else resume
     settings = {
         "version": _version(),
@@ -116,8 +124,35 @@ def run(
             results.runs = _kept(earlier, results)
         by_name = {v.name: server for v, server in zip(chosen, servers, strict=True)}
         harness = _Harness(results, (copied, before), by_name, common, isolate_cache=isolate_cache)
-        harness.execute(seed, _style(progress), save, max_errors)
+        limit, pinned = _limit(concurrency, servers)
+        results.settings["concurrency"] = limit
+        if limit == 1:
+            harness.execute(seed, _style(progress), save, max_errors)
+        else:
+            harness.execute_at_once(seed, _style(progress), save, max_errors, limit=limit, pinned=pinned)
     return results
+
+
+def _check_concurrency(concurrency: object) -> None:
+    if concurrency == "auto":
+        return
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise ValueError(
+            f"concurrency={concurrency!r}: give how many runs at once (1 or more), or 'auto' for as many "
+            "as the server has slots."
+        )
+
+
+def _limit(concurrency: int | Literal["auto"], servers: Sequence[ModelServer]) -> tuple[int, bool]:
+    """Runs at once, and whether each may be pinned to a llama.cpp slot of its own (enough slots said)."""
+    if concurrency == 1:
+        return 1, False
+    from twinny_magics.experiment.slots import auto_concurrency  # noqa: PLC0415 - asks the server
+
+    slots = auto_concurrency(servers)
+    limit = slots if concurrency == "auto" else concurrency
+    # Pinned only when every server is llama.cpp and said it has a slot for every run under way.
+    return limit, all(s.kind == "llamacpp" for s in servers) and slots >= limit
 
 
 # -- before anything runs --------------------------------------------------------------------------------
@@ -315,27 +350,78 @@ class _Harness:
         except KeyboardInterrupt:
             self.results.stopped = "interrupted"
         finally:
-            self.results.settings["seconds"] = round(time.monotonic() - started, 3)
-            done = len([r for r in self.results.runs if r.outcome != "error"])
-            end = f"{finished} run{'s' if finished != 1 else ''} in {_duration(time.monotonic() - started)}"
-            if self.results.stopped:
-                end = (
-                    f"Stopped ({self.results.stopped}) after {end}; {done} of {self.results.total} done — "
-                    "run(..., resume=results) runs the rest."
-                )
-            else:
-                end = f"Done: {end}; {done} of {self.results.total} runs done."
-            line.finish(end)
-            if save is not None:
+            self._end(started, finished, line, save)
+
+    def _end(
+        self, started: float, finished: int, line: _ProgressLine, save: str | os.PathLike[str] | None
+    ) -> None:
+        self.results.settings["seconds"] = round(time.monotonic() - started, 3)
+        done = len([r for r in self.results.runs if r.outcome != "error"])
+        end = f"{finished} run{'s' if finished != 1 else ''} in {_duration(time.monotonic() - started)}"
+        if self.results.stopped:
+            end = (
+                f"Stopped ({self.results.stopped}) after {end}; {done} of {self.results.total} done — "
+                "run(..., resume=results) runs the rest."
+            )
+        else:
+            end = f"Done: {end}; {done} of {self.results.total} runs done."
+        line.finish(end)
+        if save is not None:
+            self.results.save(save)
+
+    def execute_at_once(
+        self,
+        seed: int | None,
+        style: Progress,
+        save: str | os.PathLike[str] | None,
+        max_errors: int,
+        *,
+        limit: int,
+        pinned: bool,
+    ) -> None:
+        """``execute`` with up to ``limit`` runs at once (:mod:`.parallel`), kept in ``todo``'s order."""
+        todo = self.todo()
+        kept = list(self.results.runs)
+        line = _ProgressLine(style)
+        started = time.monotonic()
+        saved_at = [started]
+        printed: list[int] = []
+
+        async def run_one(item: tuple[int, Question, Variant], seat: int) -> Run:
+            repeat, question, variant = item
+            slot = seat if pinned else None
+            return await self.aone(question, variant, repeat, None if seed is None else seed + repeat, slot)
+
+        def tick(progress: PoolProgress) -> None:
+            self.results.runs = kept + [progress.done[i] for i in sorted(progress.done)]
+            for position in progress.finished[len(printed) :]:
+                printed.append(position)
+                line.ran(len(printed), len(todo), progress.done[position])
+            elapsed = time.monotonic() - started
+            finished = len(progress.done)
+            queued = len(todo) - finished - progress.running
+            rest = len(todo) - finished
+            left = f", about {_duration(elapsed / finished * rest)} left" if finished else ""
+            line.show(
+                f"{finished} of {len(todo)} runs done · {progress.running} running · {queued} queued · "
+                f"{limit} at once · {_duration(elapsed)} elapsed{left}"
+            )
+            if save is not None and time.monotonic() - saved_at[0] >= SAVE_EVERY_SECONDS:
                 self.results.save(save)
+                saved_at[0] = time.monotonic()
+
+        pool = Pool(todo, run_one, limit=limit, max_errors=max_errors)
+        try:
+            ended = pool.run(tick)
+            tick(ended)
+            self.results.stopped = ended.stopped
+            self.results.settings["most_at_once"] = ended.most_running
+        finally:
+            self._end(started, len(self.results.runs) - len(kept), line, save)
 
     def one(self, question: Question, variant: Variant, repeat: int, seed: int | None) -> Run:
         """One run: a fresh session on a fresh copy of the workspace, its reply judged."""
-        server = RunServer(self.servers[variant.name], cold_first=self.isolate_cache)
-        record = Run(question.name, variant.name, repeat, "error", seed=seed)
-        options = {k: v for k, v in {**self.common, **variant.options}.items() if k not in SERVER_OPTIONS}
-        options["extra"] = seeded(options.get("extra"), seed, server.kind)
-        make: Callable[..., Any] = variant.factory or _agent_class()
+        server, record, make, options = self._setup(question, variant, repeat, seed)
         with fresh_copy(self.template) as copy:
             started = time.perf_counter()
             try:
@@ -346,21 +432,54 @@ class _Harness:
             finally:
                 record.seconds = round(time.perf_counter() - started, 3)
                 record.refused = server.refused
-            record.reply = reply
-            if reply.stopped == "error":
-                record.why = reply.error or "the server failed"
+            return self._judged(question, record, reply, copy)
+
+    async def aone(
+        self, question: Question, variant: Variant, repeat: int, seed: int | None, slot: int | None = None
+    ) -> Run:
+        """``one`` as a task among others (``slot``: the llama.cpp slot every request of the run goes to)."""
+        server, record, make, options = self._setup(question, variant, repeat, seed, slot)
+        with fresh_copy(self.template) as copy:
+            started = time.perf_counter()
+            try:
+                session = make(server=server, workspace=copy, **options)
+                if isinstance(session, _agent_class()):
+                    reply: Reply = await session.arun(question.text)
+                else:  # a factory's own session has only run(), which blocks: it gets a thread
+                    reply = await asyncio.to_thread(session.run, question.text)
+            except Exception as error:  # a bug or an unreachable server: this run errs, the others go on
+                record.why = f"{type(error).__name__}: {error}"
                 return record
-            record.changed = changes(self.before, snapshot(copy, self.before))
-            if not question.graded:
-                record.outcome = "ran"
-                return record
-            verdict = question.judge(reply, copy, [change[2:] for change in record.changed])
+            finally:
+                record.seconds = round(time.perf_counter() - started, 3)
+                record.refused = server.refused
+            return self._judged(question, record, reply, copy)
+
+    def _setup(
+        self, question: Question, variant: Variant, repeat: int, seed: int | None, slot: int | None = None
+    ) -> tuple[RunServer, Run, Callable[..., Any], dict[str, Any]]:
+        server = RunServer(self.servers[variant.name], cold_first=self.isolate_cache, slot=slot)
+        record = Run(question.name, variant.name, repeat, "error", seed=seed)
+        options = {k: v for k, v in {**self.common, **variant.options}.items() if k not in SERVER_OPTIONS}
+        options["extra"] = seeded(options.get("extra"), seed, server.kind)
+        return server, record, variant.factory or _agent_class(), options
+
+    def _judged(self, question: Question, record: Run, reply: Reply, copy: Path) -> Run:
+        record.reply = reply
+        if reply.stopped == "error":
+            record.why = reply.error or "the server failed"
+            return record
+        record.changed = changes(self.before, snapshot(copy, self.before))
+        if not question.graded:
+            record.outcome = "ran"
+            return record
+        verdict = question.judge(reply, copy, [change[2:] for change in record.changed])
         record.outcome = "pass" if verdict.passed else "fail"
         record.why, record.check_raised = verdict.why, verdict.raised
         return record
 
 
-def _agent_class() -> Callable[..., Any]:
+def _agent_class() -> type[Agent]:
     from twinny_magics.agent import Agent  # noqa: PLC0415
 
     return Agent

@@ -40,9 +40,12 @@ class RunServer:
     ``contracts``, each answered as the inner server does (or as a server without it would).
     """
 
-    def __init__(self, inner: ModelServer, *, cold_first: bool = True) -> None:
+    def __init__(self, inner: ModelServer, *, cold_first: bool = True, slot: int | None = None) -> None:
         self.inner = inner
         self.cold_first = cold_first
+        #: The llama.cpp slot every request of the run goes to (runs at once each hold their own), so a
+        #: later request finds the cache its own run filled, never another run's.
+        self.slot = slot
         self.requests = 0
         #: Requests the server refused as longer than its window.
         self.refused = 0
@@ -94,8 +97,11 @@ class RunServer:
     async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
         """The inner server's reply; the run's first request on llama.cpp skips the prompt cache."""
         self.requests += 1
-        if self.cold_first and self.requests == 1 and self.inner.kind == "llamacpp":
-            request = replace(request, extra={**request.extra, "cache_prompt": False})
+        if self.inner.kind == "llamacpp":
+            pinned = {"id_slot": self.slot} if self.slot is not None else {}
+            cold = {"cache_prompt": False} if self.cold_first and self.requests == 1 else {}
+            if pinned or cold:
+                request = replace(request, extra={**request.extra, **pinned, **cold})
         events = self.inner.stream(request)
         try:
             async for event in events:
