@@ -173,3 +173,15 @@ def test_the_replys_text_repr_says_which_citations_were_checked(workspace: Path)
 
     agent, _ = ask(workspace, "PORT is 8080 (app.py:4), not .env:1.")
     assert reply_text(agent.replies[-1]).endswith("Citations: app.py:4 checked; .env:1 not checked")
+
+
+@pytest.mark.parametrize(
+    "text", ["a" * 20_000, "a." * 10_000, "a/" * 10_000, "a.a/" * 5_000, "line 1 of " * 2_000, "a.b:" * 5_000]
+)
+def test_a_long_degenerate_answer_is_read_in_linear_time(text: str) -> None:
+    import time
+
+    started = time.perf_counter()
+    citations.find_citations(text)
+    citations.answer_tokens(text, "Which port?")
+    assert time.perf_counter() - started < 1.0

@@ -82,3 +82,14 @@ def test_a_second_look_follows_what_a_named_definition_points_to() -> None:
     ]
     assert hop_names(named, lines) == (["_multicall"], ["BaseWarning", "Mixin"])
     assert hop_names(named_in("What is X?"), lines) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "text", ["a" * 20_000, "a." * 10_000, "a/" * 10_000, "a.a/" * 5_000, "x in a.py " * 2_000]
+)
+def test_a_long_degenerate_question_is_read_in_linear_time(text: str) -> None:
+    import time
+
+    started = time.perf_counter()
+    named_in(text)
+    assert time.perf_counter() - started < 1.0

@@ -451,7 +451,8 @@ _DEFINED_NAME = re.compile(
     r"|\btests\s+(?:for|of)\s+(?:the\s+\w+\s+)?`?([A-Za-z_]\w*)"
 )
 #: "X in a/b.py" and "a/b.py's X".
-_NAME_IN_PATH = re.compile(rf"(?P<name>[A-Za-z_][\w.]*)`?\s+(?:in|of|from)\s+`?(?:{_NAMED_PATH.pattern})")
+_IN = rf"`?\s+(?:in|of|from)\s+`?(?:{_NAMED_PATH.pattern})"
+_NAME_IN_PATH = re.compile(rf"(?<![\w.])(?P<name>[A-Za-z_][\w.]*){_IN}")
 _PATHS_NAME = re.compile(rf"(?:{_NAMED_PATH.pattern})`?'s\s+`?(?P<name>[A-Za-z_][\w.]*)")
 _QUOTED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
 _NOT_NAMES = STOPWORDS | frozenset({"it", "which", "this", "that", "one", "each"})
@@ -570,7 +571,7 @@ def named_queries(named: Named) -> list[str]:
     return queries
 
 
-def _quoted(word: str) -> str:
+def _quoted(word: str) -> str:  # an FTS5 string: no word is read as an operator
     return '"' + identifier_parts(word)[0].replace('"', '""') + '"'
 
 

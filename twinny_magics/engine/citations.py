@@ -29,12 +29,16 @@ MAX_LINE = 1_000_000
 #: Characters of a cited line told back to the model.
 LINE_CHARS = 200
 
-_PATH = r"(?:[\w.-]+/)*(?:[\w.-]*\w\.[A-Za-z]\w{0,7}|\.[A-Za-z][\w-]*)"
+#: A file path as an answer cites it (checked on a token already cut out, so the scan stays linear).
+_PATH = re.compile(r"/?(?:[\w.-]+/)*(?:[\w.-]*\w\.[A-Za-z]\w{0,7}|\.[A-Za-z][\w-]*)")
+#: A path-like token (a dot or a slash in it) starts only where no token character precedes it: each run
+#: is tried once, so a reply of one 20,000-character word costs a pass over it, not a pass per position.
+_TOKEN = r"(?<![\w./-])[\w-]{0,300}[./][\w./-]{0,300}(?![\w./-])"
 _CITATION = re.compile(
-    rf"`?(?P<a>{_PATH})`?:(?P<an>\d{{1,12}})"
-    rf"|`?(?P<b>{_PATH})`?,?\s+(?:on\s+|at\s+)?lines?\s+(?P<bn>\d{{1,12}})"
-    rf"|\blines?\s+(?P<cn>\d{{1,12}})\s+(?:of|in)\s+`?(?P<c>{_PATH})"
-    rf"|`?(?P<d>{_PATH})`?\s*\((?:lines?\s*|L)?(?P<dn>\d{{1,12}})\)",
+    rf"`?(?P<a>{_TOKEN})`?:(?P<an>\d{{1,12}})"
+    rf"|`?(?P<b>{_TOKEN})`?,?[ \t]+(?:on[ \t]+|at[ \t]+)?lines?[ \t]+(?P<bn>\d{{1,12}})"
+    rf"|\blines?[ \t]+(?P<cn>\d{{1,12}})[ \t]+(?:of|in)[ \t]+`?(?P<c>{_TOKEN})"
+    rf"|`?(?P<d>{_TOKEN})`?[ \t]*\((?:lines?[ \t]*|L)?(?P<dn>\d{{1,12}})\)",
     re.IGNORECASE,
 )
 _CODE = re.compile(r"`([^`\n]{1,120})`")
@@ -59,7 +63,10 @@ def find_citations(text: str) -> list[tuple[str, int]]:
     for match in _CITATION.finditer(text):
         groups = match.groupdict()
         key = next(k for k in "abcd" if groups[k] is not None)
-        pair = (groups[key].strip("`"), int(groups[key + "n"]))
+        path = groups[key].strip("`").rstrip(".")
+        if not _PATH.fullmatch(path):
+            continue
+        pair = (path, int(groups[key + "n"]))
         if pair not in found:
             found.append(pair)
         if len(found) == MAX_CITATIONS:
