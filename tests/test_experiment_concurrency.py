@@ -328,3 +328,50 @@ def test_auto_never_goes_above_the_fewest_slots_and_asks_only_llamacpp() -> None
         assert auto_concurrency([llama, ollama], client) == 1
         assert auto_concurrency([ScriptedServer()], client) == 1
     assert said_slots({"total_slots": 3}, None) == 3
+
+
+# -- the real llama.cpp server with two slots ------------------------------------------------------------
+
+
+@pytest.mark.server
+def test_two_runs_at_once_on_the_embedded_server_with_two_slots_plan_for_one_slots_window(
+    shop: Path,
+) -> None:
+    from twinny_magics.servers.asking import ProbeCache
+    from twinny_magics.servers.embedded import EmbeddedServer
+    from twinny_magics.servers.probe import probe_context_window
+
+    server = EmbeddedServer(n_ctx=2048, parallel=2, threads=1)
+    try:
+        assert server.slot_window == 1024
+        assert probe_context_window(server.base_url, cache=ProbeCache()) == 1024
+        asked = [
+            Question("What is in app.py?", name="what"),
+            Question("Which port?", check="8000", name="port"),
+        ]
+        results = quiet(
+            asked,
+            [Variant("v", steps=2, extra={"n_predict": 48})],
+            shop,
+            base_url=server.base_url,
+            concurrency="auto",
+        )
+    finally:
+        server.stop()
+    assert results.settings["concurrency"] == 2
+    assert results.settings["most_at_once"] == 2
+    assert [r.question for r in results.runs] == ["what", "port"]
+    assert results.runs[0].outcome == "ran"
+    assert all(r.outcome != "error" for r in results.runs), [r.why for r in results.runs]
+    for record in results.runs:
+        assert record.reply is not None
+        assert record.reply.requests
+        assert {request.window for request in record.reply.requests} == {1024}
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 4096, "2"])
+def test_the_embedded_server_refuses_slots_it_cannot_have_before_loading_anything(bad: Any) -> None:
+    from twinny_magics.servers.embedded import EmbeddedServer
+
+    with pytest.raises(ValueError, match="parallel="):
+        EmbeddedServer(n_ctx=2048, parallel=bad)

@@ -6,8 +6,11 @@ With no server configured, the agent still runs on a real one: SmolLM2-135M-Inst
 returns once the model is loaded and listening; dropping the object stops it (its destructor waits
 for the server loop to exit), which ``stop`` and the ``atexit`` hook do.
 
-One server per (model path, window, template) serves the whole process. Run as a module it is a
-stand-alone server (used by the tests to run one in a process they can kill)::
+One server per (model path, window, template, slots) serves the whole process. With ``parallel=N`` it
+has N slots, each a window of ``n_ctx // N`` tokens and a cache of its own, and decodes the replies of
+busy slots together in one batch (an experiment's runs at once, see docs/experiments.md); ``/props``
+then reports the slot's window, which is what the agent plans with, since that is what one request gets.
+Run as a module it is a stand-alone server (used by the tests to run one in a process they can kill)::
 
     python -m twinny_magics.servers.embedded --port 0 --ctx 2048   # prints "ready http://127.0.0.1:PORT"
 """
@@ -86,18 +89,25 @@ class EmbeddedServer:
         alias: str | None = None,
         threads: int | None = None,
         verbosity: int = 0,
+        parallel: int = 1,
     ) -> None:
+        if not isinstance(parallel, int) or isinstance(parallel, bool) or not 1 <= parallel <= n_ctx:
+            raise ValueError(f"parallel={parallel!r}: give a number of slots from 1 to the window ({n_ctx}).")
         self.gguf_path = Path(gguf_path) if gguf_path is not None else smollm2_path()
         if not self.gguf_path.is_file():
             raise EmbeddedServerUnavailable(f"No GGUF model file at {self.gguf_path}.")
         self.n_ctx = n_ctx
+        self.parallel = parallel
         self.alias = alias or (SMOLLM2_ALIAS if self.gguf_path.name == SMOLLM2_FILE else self.gguf_path.stem)
         xllamacpp = _load_xllamacpp()
         params = xllamacpp.CommonParams()
         params.model.path = str(self.gguf_path)
         params.model_alias = {self.alias}  # a set of names in current xllamacpp (a str becomes its letters)
         params.n_ctx = n_ctx
-        params.n_parallel = 1  # one slot: /props then reports the whole window for it
+        # N slots share the window: each gets n_ctx // N tokens and a cache of its own (not one unified
+        # cache), so a request never finds the room it was planned for taken by another slot's reply.
+        params.n_parallel = parallel
+        params.kv_unified = False
         params.port = port
         params.hostnames = ["127.0.0.1"]
         # One core is left to the kernel and the loop: llama.cpp's threads spin while they wait, and with
@@ -138,6 +148,11 @@ class EmbeddedServer:
                 time.sleep(0.05)
 
     @property
+    def slot_window(self) -> int:
+        """The window of one slot, which one request gets (``n_ctx // parallel``)."""
+        return self.n_ctx // self.parallel
+
+    @property
     def running(self) -> bool:
         """Whether the server is still up (not stopped)."""
         return self._server is not None
@@ -156,10 +171,11 @@ class EmbeddedServer:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"<EmbeddedServer {self.alias} n_ctx={self.n_ctx} {self.base_url} {state}>"
+        slots = f" parallel={self.parallel}" if self.parallel > 1 else ""
+        return f"<EmbeddedServer {self.alias} n_ctx={self.n_ctx}{slots} {self.base_url} {state}>"
 
 
-_servers: dict[tuple[str, int, str | None], EmbeddedServer] = {}
+_servers: dict[tuple[str, int, str | None, int], EmbeddedServer] = {}
 _lock = threading.Lock()
 
 
@@ -168,14 +184,18 @@ def start_embedded(
     n_ctx: int = DEFAULT_N_CTX,
     *,
     chat_template: str | None = None,
+    parallel: int = 1,
 ) -> EmbeddedServer:
-    """The process's embedded server for this model and window, started on first use."""
+    """The process's embedded server for this model, window and number of slots, started on first use.
+
+    ``parallel=N``: N slots of ``n_ctx // N`` tokens each, replies at once decoded in one batch.
+    """
     path = Path(gguf_path) if gguf_path is not None else smollm2_path()
-    key = (str(path.resolve()), n_ctx, chat_template)
+    key = (str(path.resolve()), n_ctx, chat_template, parallel)
     with _lock:
         server = _servers.get(key)
         if server is None or not server.running:
-            server = EmbeddedServer(path, n_ctx=n_ctx, chat_template=chat_template)
+            server = EmbeddedServer(path, n_ctx=n_ctx, chat_template=chat_template, parallel=parallel)
             _servers[key] = server
         return server
 
@@ -203,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--template", help="a file with a jinja chat template to use instead of the model's")
     parser.add_argument("--alias", help="the model name the server reports")
     parser.add_argument("--threads", type=int, help="CPU threads (default: all cores but one)")
+    parser.add_argument(
+        "--parallel", type=int, default=1, help="slots: replies at once, each with a window of ctx/N"
+    )
     parser.add_argument("--verbosity", type=int, default=0, help="llama.cpp log verbosity (0: quiet)")
     args = parser.parse_args(argv)
     template = Path(args.template).read_text(encoding="utf-8") if args.template else None
@@ -218,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
             alias=args.alias,
             threads=args.threads,
             verbosity=args.verbosity,
+            parallel=args.parallel,
         )
-    except EmbeddedServerUnavailable as exc:
+    except (EmbeddedServerUnavailable, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     print(f"ready {server.base_url} {server.start_seconds:.3f}", flush=True)
