@@ -576,7 +576,7 @@ def _quoted(word: str) -> str:  # an FTS5 string: no word is read as an operator
 
 
 _BASES = re.compile(r"^\s*class\s+(\w+)\s*\(([^)]*)\)")
-_ASSIGNED = re.compile(r"^\s*[\w.]*?(\w+)\s*(?::[^=]*)?=\s*([A-Za-z_][\w.]*)\s*(?:#.*)?$")
+_ASSIGNED = re.compile(r"^\s*(?:\w+\.)*(\w+)\s*(?::[^=]*)?=\s*([A-Za-z_][\w.]*)\s*(?:#.*)?$")
 
 
 def hop_names(named: Named, lines: Sequence[str]) -> tuple[list[str], list[str]]:
