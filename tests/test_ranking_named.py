@@ -244,3 +244,22 @@ def test_the_default_of_a_named_classs_parameter_is_shown_not_its_docstring(proj
 def test_a_question_for_a_names_tests_gets_the_test_file_that_uses_it(project: Path) -> None:
     path, _ = evidence(project, "Which test file has the tests for Triangle?")[0]
     assert path == "tests/test_shapes.py"
+
+
+def test_a_named_attribute_set_deep_in_a_long_chunk_is_shown_from_its_line(project: Path) -> None:
+    doc = "".join(f"        # the manager keeps hooks, part {k}: plugins, names, calls.\n" for k in range(30))
+    (project / "pkg" / "manager.py").write_text(
+        f"class Manager:\n    def __init__(self):\n{doc}        self._inner_hookexec = _multicall\n"
+    )
+    (project / "pkg" / "callers.py").write_text(
+        "".join(f"def helper_{k}(x):\n    return x + {k}\n\n\n" for k in range(6))
+        + "def _multicall(hooks, args):\n"
+        + "".join(f"    # step {k} of calling the hooks in order\n" for k in range(30))
+        + "    return [h(*args) for h in hooks]\n"
+    )
+    chunks = evidence(
+        project, "Manager keeps a function as _inner_hookexec. Which file defines that function?"
+    )
+    assert chunks[0][0] == "pkg/manager.py"
+    assert chunks[0][1][0][0] > 20  # shown from near the assignment, not from the class line
+    assert chunks[1][0] == "pkg/callers.py"

@@ -70,3 +70,11 @@ def focus_of(words: str, terms: list[str], named: Named) -> re.Pattern[str] | No
     if not params:
         return None
     return re.compile(rf"\b(?:{'|'.join(map(re.escape, params))})\s*=(?!=)", re.IGNORECASE)
+
+
+def assigned_focus(named: Named) -> re.Pattern[str] | None:
+    """The line that sets a named attribute of an object to a name (``self._inner_hookexec = _multicall``)."""
+    names = "|".join(re.escape(chain[-1]) for chain in named.names)
+    if not names:
+        return None
+    return re.compile(rf"^[ \t]*(?:\w+\.)+(?:{names})[ \t]*(?::[^=\n]*)?=[ \t]*[A-Za-z_]")

@@ -64,6 +64,7 @@ from twinny_magics.tools.search_focus import (
     RAISE_BONUS,
     TEST_PATH,
     TESTS_BONUS,
+    assigned_focus,
     focus_of,
     from_focus,
     named_uses,
@@ -328,6 +329,10 @@ class SearchIndex:
             self._reset()
             self.update()
             found = self._search(terms, n, named, focus=focus, tests=tests)
+        if focus is None and found:
+            # A named attribute set deep in the best chunk: shown from that line, so what it is set to
+            # (the second look, next) fits beside it.
+            found = [*from_focus(found[:1], assigned_focus(named)), *found[1:]]
         return self._whole(named, from_focus(found, focus), n)
 
     def _whole(self, named: Named, found: list[Chunk], n: int) -> list[Chunk]:
