@@ -138,6 +138,20 @@ def test_each_run_at_once_has_its_own_copy_of_the_workspace(shop: Path) -> None:
     assert len(set(seen)) == 4
 
 
+def test_the_text_progress_prints_each_run_as_it_finishes_and_the_end(
+    shop: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = server_for(3, delays={"item-00-x": 1.0}, delay=0.01)
+    run(questions(3), [Variant("v", server=server)], workspace=shop, progress="text", concurrency=2)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in lines[:3]] == [
+        "[1/3] ✓ q01 · v",
+        "[2/3] ✓ q02 · v",
+        "[3/3] ✓ q00 · v",
+    ]
+    assert lines[-1].startswith("Done: 3 runs in")
+
+
 # -- errors and stops ------------------------------------------------------------------------------------
 
 

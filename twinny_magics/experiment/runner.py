@@ -23,6 +23,10 @@ A live progress line says which run is going, the time spent and an estimate of 
 button (KeyboardInterrupt) ends the experiment cleanly: the run under way is dropped, the results so far
 are returned (and saved, with ``save=``), and ``run(..., resume=results)`` runs only what is missing.
 After ``max_errors`` errors in a row (a server that died) the experiment stops the same way.
+
+With ``concurrency=N`` (or ``"auto"``: the server's slots, :mod:`.slots`) up to N runs are under way at
+once, each as isolated as above, on an event loop of their own (:mod:`.parallel`); their records are kept
+in the order above whatever finishes first, and the stop button cancels the runs under way.
 """
 
 from __future__ import annotations
