@@ -152,6 +152,17 @@ def test_the_text_progress_prints_each_run_as_it_finishes_and_the_end(
     assert lines[-1].startswith("Done: 3 runs in")
 
 
+def test_runs_at_once_work_from_inside_a_running_event_loop_as_in_a_notebook(shop: Path) -> None:
+    server = server_for(4)
+
+    async def cell() -> Results:
+        return quiet(questions(4), [Variant("v", server=server)], shop, concurrency=2)
+
+    results = asyncio.run(cell())
+    assert [r.outcome for r in results.runs] == ["pass"] * 4
+    assert server.most == 2
+
+
 # -- errors and stops ------------------------------------------------------------------------------------
 
 
@@ -191,7 +202,7 @@ def test_errors_in_a_row_stop_the_experiment_and_keep_what_finished(shop: Path) 
 def test_the_stop_button_keeps_what_finished_and_resume_runs_the_rest(shop: Path, tmp_path: Path) -> None:
     delays = {f"item-{i:02d}-x": 0.05 for i in range(2)} | {f"item-{i:02d}-x": 30.0 for i in range(2, 6)}
     server = server_for(6, delays=delays)
-    timer = threading.Timer(0.6, _thread.interrupt_main)
+    timer = threading.Timer(1.5, _thread.interrupt_main)
     timer.start()
     saved = tmp_path / "partial.json"
     results = quiet(questions(6), [Variant("v", server=server)], shop, concurrency=2, save=saved)
