@@ -99,7 +99,8 @@ HELP = """Ask the coding agent: the cell is the question, the notebook's folder 
                     OPTIONS are Agent options as Python keyword arguments, values may name the
                     notebook's variables: --b 'closing_prompt=short, mode=text'. Also
                     --questions FILE, --repeat N, --seed S, --temperature T (default 0),
-                    --save FILE, --resume FILE, and --server/--model/--kind/--window/--steps/
+                    --save FILE, --resume FILE, --concurrency N (runs at once; auto: the
+                    server's slots), and --server/--model/--kind/--window/--steps/
                     --mode/--grammar/--workspace for both. See twinny_magics.experiment.
 
 Defaults for every option: %config TwinnyMagics.<option> = value, for
