@@ -725,3 +725,33 @@ def test_the_docs_table_is_the_catalog() -> None:
             model.measured,
             model.licence,
         ]
+
+
+# -- %agent models and %agent pull, through the extension ------------------------------------------------
+
+
+@pytest.fixture
+def agent_shell() -> Iterator[InteractiveShell]:
+    """A real IPython shell with the extension loaded (no kernel: output as text)."""
+    shell = start_ipython() or InteractiveShell.instance()
+    shell.extension_manager.load_extension("twinny_magics")
+    yield shell
+    shell.extension_manager.unload_extension("twinny_magics")
+
+
+def test_agent_models_and_agent_pull_in_the_magic(fake_hub: FakeHub, agent_shell: InteractiveShell) -> None:
+    with capture_output() as out:
+        agent_shell.run_line_magic("agent", "models")
+    assert f"%agent pull {NAME}" in out.stdout
+    assert "23/37 toolz" in out.stdout
+    with capture_output() as out:
+        agent_shell.run_line_magic("agent", f"pull {NAME}")
+    assert "100% of 3 MB" in out.stdout
+    assert f"`%%agent --model {NAME}` uses it" in out.stdout
+    with capture_output() as out:
+        agent_shell.run_line_magic("agent", "models")
+    assert f"%agent pull {NAME}" not in out.stdout
+    with pytest.raises(UsageError, match=r"Did you mean qwen2\.5-coder-1\.5b"):
+        agent_shell.run_line_magic("agent", "pull qwen2.5-coder-1.5")
+    with pytest.raises(UsageError, match=r"models \[FOLDER…\], pull NAME"):
+        agent_shell.run_line_magic("agent", "no-such-command")

@@ -193,6 +193,8 @@ class TwinnyMagics(Magics):
             "save": self._save,
             "load": self._load,
             "export": self._export,
+            "models": self._models,
+            "pull": self._pull,
         }
         handler = handlers.get(command)
         if handler is None:
@@ -546,6 +548,17 @@ class TwinnyMagics(Magics):
         except TwinnyError as error:
             raise UsageError(str(error)) from None
         print(f"Transcript of {len(self.session.replies)} replies written to {path}")
+
+    def _models(self, rest: list[str]) -> None:
+        from twinny_magics.models import magic_models  # noqa: PLC0415 - the catalog loads on first use
+
+        table = magic_models(rest)
+        self._show(table.html(), table.text())
+
+    def _pull(self, rest: list[str]) -> None:
+        from twinny_magics.models import magic_pull  # noqa: PLC0415
+
+        print(repr(magic_pull(rest, shell=self.shell)))  # progress as it goes, then one line
 
 
 def _turn_settings(session: Agent) -> dict[str, Any]:

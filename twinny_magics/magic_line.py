@@ -24,7 +24,7 @@ TURN_OPTIONS = tuple(o.name for o in with_flags() if o.scope == "turn")
 SUBCOMMANDS = ", ".join(
     [
         *("status", "reset", "new", "plan N", "apply [N…]", "discard [N…]", "use NAME", "save [PATH]"),
-        *("load PATH [--settings]", "export PATH"),
+        *("load PATH [--settings]", "export PATH", "models [FOLDER…]", "pull NAME"),
     ]
 )
 
