@@ -440,3 +440,31 @@ async def test_hostile_metadata_is_only_taken_as_strings_of_the_keys_asked_for()
         said = await amodel_metadata(OLLAMA, "m", "ollama", client=client, cache=ProbeCache())
     assert said == {"tokenizer.ggml.pre": "<script>"}
     assert tokenizer_family("m", said) is None  # not a family: SmolLM2's weights and the learned factor
+
+
+def test_a_route_that_timed_out_on_a_server_that_answered_others_is_asked_again_longer() -> None:
+    # A busy LiteLLM proxy answers /v1/models in time but /health/liveliness too late: that tell is asked
+    # once more with a longer timeout instead of taking the proxy for a generic server.
+    timeouts: list[float] = []
+
+    def proxy(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/health/liveliness":
+            timeouts.append(request.extensions["timeout"]["read"])
+            if len(timeouts) == 1:
+                raise httpx.ReadTimeout("busy", request=request)
+            return httpx.Response(200, text='"I\'m alive!"')
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"object": "list", "data": [{"id": "m"}]})
+        return httpx.Response(404)
+
+    with httpx.Client(transport=httpx.MockTransport(proxy)) as client:
+        assert recognise_kind("http://127.0.0.1:9999", client=client, cache=ProbeCache()) == "litellm"
+    assert len(timeouts) == 2
+    assert timeouts[1] >= 5.0 > timeouts[0]
+
+
+def test_a_generic_server_that_answered_every_route_is_asked_once() -> None:
+    fake = FakeServer()
+    with sync_client(fake) as client:
+        assert recognise_kind("http://127.0.0.1:9999", client=client, cache=ProbeCache()) == "compatible"
+    assert len(fake.requests) == 7

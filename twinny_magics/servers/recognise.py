@@ -41,6 +41,9 @@ from twinny_magics.servers.wire import bearer
 # port held by something that accepts and never answers.
 DISCOVERY_TIMEOUT = 0.5
 
+# A route that stayed silent while the same server answered others is asked once more, this long.
+SLOW_ASK_TIMEOUT = 5.0
+
 # --- the kind ----------------------------------------------------------------------------------------
 
 
@@ -84,10 +87,25 @@ def probe_kind_steps(
     paths = list(dict.fromkeys(path for _, path in _TELLS))
     answers = yield [Ask("GET", root + path, headers=bearer(api_key), timeout=timeout) for path in paths]
     by_path = dict(zip(paths, answers, strict=True))
+    found = _told(by_path)
+    silent = [path for path, answer in by_path.items() if answer is None]
+    if found == "compatible" and silent:
+        # The server is up but some routes did not answer in time (a busy proxy): those are asked
+        # once more with longer, so a slow LiteLLM is not taken for a generic server.
+        again = yield [
+            Ask("GET", root + path, headers=bearer(api_key), timeout=max(timeout, SLOW_ASK_TIMEOUT))
+            for path in silent
+        ]
+        by_path.update(zip(silent, again, strict=True))
+        found = _told(by_path)
+    return found
+
+
+def _told(by_path: Mapping[str, httpx.Response | None]) -> Kind | None:
     for kind, path in _TELLS:
         if _looks(kind, by_path[path]):
             return kind
-    return "compatible" if any(a is not None for a in answers) else None
+    return "compatible" if any(a is not None for a in by_path.values()) else None
 
 
 def kind_steps(base_url: str, kind: str | None, api_key: str | None, cache: ProbeCache) -> Steps[Kind]:
