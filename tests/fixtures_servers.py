@@ -176,6 +176,8 @@ def start_llama_server(
         # stalls llama.cpp's thread barrier and a 12-token reply takes seconds instead of 0.1 s.
         "--threads",
         "1",
+        # A killed test run must not leave the server behind.
+        "--exit-with-parent",
     ]
     if template is not None:
         command += ["--template", str(template)]

@@ -212,6 +212,17 @@ def stop_embedded() -> None:
 atexit.register(stop_embedded)
 
 
+def _watch_parent(parent: int, every: float = 0.5) -> None:
+    """Send this process SIGTERM once it is no longer ``parent``'s child (the parent ended)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="twinny-parent-watch", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one server until SIGTERM/SIGINT; print ``ready URL`` once it is healthy."""
     parser = argparse.ArgumentParser(
@@ -227,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
         "--parallel", type=int, default=1, help="slots: replies at once, each with a window of ctx/N"
     )
     parser.add_argument("--verbosity", type=int, default=0, help="llama.cpp log verbosity (0: quiet)")
+    parser.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="stop when the process that started this one ends (a test run or benchmark that is killed)",
+    )
     args = parser.parse_args(argv)
     template = Path(args.template).read_text(encoding="utf-8") if args.template else None
     # Block the signals before the server's threads start, so they all inherit the mask and the
@@ -247,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     print(f"ready {server.base_url} {server.start_seconds:.3f}", flush=True)
+    if args.exit_with_parent:
+        _watch_parent(os.getppid())
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
     server.stop()
     return 0
