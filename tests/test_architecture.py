@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "text_tokens",
         "estimate",
         "budget",
+        "window_warning",
         "changes",
         "events",
         "usage",
@@ -73,8 +74,6 @@ KNOWN_CLIMBS: frozenset[tuple[str, str]] = frozenset(
     {
         # engine/ asks the built-in tools' registry what a call did, by its name.
         ("twinny_magics.engine.calls", "twinny_magics.tools.registry"),
-        # engine/: the small-window warning is worded by the servers' kinds.
-        ("twinny_magics.engine.run", "twinny_magics.servers.kinds"),
     }
 )
 

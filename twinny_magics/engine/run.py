@@ -22,7 +22,6 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
 from twinny_magics import protocol
 from twinny_magics.budget import ContextPlan
@@ -47,6 +46,7 @@ from twinny_magics.notes import (
 from twinny_magics.protocol.results import Imitation, imitated_results
 from twinny_magics.redact import mask_value
 from twinny_magics.retrieval import HEAD_START_LEAD, HEAD_START_TOOL
+from twinny_magics.window_warning import small_window_warning
 
 from .calls import Calls, offers_the_nudged_edit
 from .citations import check as check_cited
@@ -467,7 +467,7 @@ class Run:
         plan = await self.meter.ask_window(self.settings.head_start_share)
         window = self.meter.window
         assert window is not None  # just planned
-        warning = _small_window_warning(window, self.server.kind)
+        warning = small_window_warning(window, self.server.kind)
         left_out = self.tools.fit_window(window) if isinstance(self.tools, FitsWindow) else []
         if (warning or left_out) and not self.warned:
             self.warned = True
@@ -514,14 +514,3 @@ class Run:
         self.tell.emit(CallFinished(0, HEAD_START_KEY, result))
         self.reply.head_start = result
         return [assistant(HEAD_START_LEAD, (call,)), tool_result(result)]
-
-
-def _small_window_warning(window: int, kind: str) -> str | None:
-    """The servers' warning for a window too small for ``kind``, else None.
-
-    Imported when first asked: the servers' package loads httpx and the adapters, which the engine does
-    not need (a real server has loaded them already; a scripted one never does otherwise).
-    """
-    from twinny_magics.servers.kinds import Kind, small_window_warning  # noqa: PLC0415
-
-    return small_window_warning(window, cast(Kind, kind))

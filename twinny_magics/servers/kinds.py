@@ -10,6 +10,30 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 from urllib.parse import urlsplit
 
+# The small-window warning is worded in a leaf the reply engine may import; re-exported here.
+from twinny_magics.window_warning import SMALL_WINDOW, small_window_warning
+
+__all__ = [
+    "DEFAULT_PORTS",
+    "HOSTED_WINDOW",
+    "KINDS",
+    "LOCAL_UNKNOWN_WINDOW",
+    "NEVER_ASKED",
+    "SMALL_WINDOW",
+    "TEXT_MODE_KINDS",
+    "Kind",
+    "ServerInfo",
+    "default_window",
+    "hosted_chat_base",
+    "is_local_host",
+    "is_loopback_host",
+    "kind_from_url",
+    "normalize_url",
+    "parse_kind",
+    "plaintext_key_warning",
+    "small_window_warning",
+]
+
 Kind = Literal[
     "ollama",
     "llamacpp",
@@ -38,8 +62,6 @@ DEFAULT_PORTS: dict[int, Kind] = {
 HOSTED_WINDOW = 128_000
 # A local server that will not say is taken to hold this many (the seed's 32k).
 LOCAL_UNKNOWN_WINDOW = 32_768
-# Under this, tool use works poorly: the system prompt, tool list and a couple of results fill it.
-SMALL_WINDOW = 8_192
 
 NEVER_ASKED: frozenset[Kind] = frozenset({"openai", "hosted"})
 # Servers whose chat route does not take the ``tools`` field: the loop uses text mode from the start.
@@ -183,26 +205,3 @@ class ServerInfo:
 def default_window(kind: Kind) -> int:
     """The window assumed when the server does not say: 128,000 hosted, 32,768 local."""
     return HOSTED_WINDOW if kind in NEVER_ASKED else LOCAL_UNKNOWN_WINDOW
-
-
-def small_window_warning(window: int, kind: Kind | None = None) -> str | None:
-    """A warning for a window under 8,192 tokens saying how to raise it for ``kind``, else None."""
-    if window >= SMALL_WINDOW:
-        return None
-    how = {
-        "ollama": (
-            "for Ollama, make a Modelfile variant with `PARAMETER num_ctx 8192` (`ollama create`), "
-            "or ask for it per reply with `%%agent --window 8192`"
-        ),
-        "llamacpp": "for llama.cpp, restart `llama-server` with `-c 8192` (or larger)",
-        "lmstudio": "in LM Studio, raise the model's context length setting and load it again",
-        "vllm": "for vLLM, start it with `--max-model-len 8192`",
-        "litellm": "on the gateway, the server behind it needs a larger context (and `max_input_tokens`)",
-    }.get(
-        kind or "",
-        "raise the server's context size if you can (Ollama: `PARAMETER num_ctx`, llama.cpp: `-c`)",
-    )
-    return (
-        f"The model's context window is {window:,} tokens. Tools need about 8k to work well, so older "
-        f"tool results will be trimmed often. To raise it: {how}."
-    )
