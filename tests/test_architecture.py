@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from twinny_magics.tools.registry import TOOLS
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "twinny_magics"
 DOC = ROOT / "docs" / "architecture.md"
@@ -70,12 +72,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 KNOWN_CIRCLES: tuple[frozenset[str], ...] = ()
 
 #: Imports that climb known today: (importing module, imported module).
-KNOWN_CLIMBS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # engine/ asks the built-in tools' registry what a call did, by its name.
-        ("twinny_magics.engine.calls", "twinny_magics.tools.registry"),
-    }
-)
+KNOWN_CLIMBS: frozenset[tuple[str, str]] = frozenset()
 
 #: Modules over MAX_LINES known today (paths inside twinny_magics/), each with whoever splits it.
 KNOWN_LARGE: frozenset[str] = frozenset(
@@ -385,3 +382,18 @@ def test_no_module_over_600_lines_at_all() -> None:
 def test_every_known_large_module_is_still_large() -> None:
     counts = line_counts(PACKAGE)
     assert sorted(p for p in KNOWN_LARGE if counts.get(p, 0) <= MAX_LINES) == [], "take it out of KNOWN_LARGE"
+
+
+# --- the loop names no tool ------------------------------------------------------------------------------
+
+
+def test_the_engine_and_the_loop_key_nothing_on_a_tools_name() -> None:
+    # What a call did comes from its outcome or its toolset (contracts.effects_of), never from a name.
+    sources = [*sorted((PACKAGE / "engine").glob("*.py")), PACKAGE / "loop.py", PACKAGE / "contracts.py"]
+    named = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}"
+        for path in sources
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in TOOLS
+    ]
+    assert named == [], "a tool's name in the engine:\n" + "\n".join(named)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from twinny_magics.agent import Agent
-from twinny_magics.contracts import ChatEvent, ChatRequest
+from twinny_magics.contracts import ChatEvent, ChatRequest, Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.engine.meter import reuses_cache
 from twinny_magics.errors import PromptTooLong, ServerUnreachable
@@ -60,6 +60,10 @@ class Tools:
             }
 
         return [tool("grep", "pattern", "path"), tool("edit_file", "path", "find", "replace")]
+
+    def effects(self, name: str) -> Effects:
+        """What its calls do beyond their text: an edit is proposed, a command may change the workspace."""
+        return Effects(changes_workspace=name in ("edit_file", "run_command"), edits=name == "edit_file")
 
     async def run(self, call: ToolCall) -> Output:
         if self.delay:

@@ -13,13 +13,15 @@ or a server's adapter, so the loop, the session and the display can depend on it
   Finish``; ``Finish`` is always last and only sent when the server finished the reply (a stream that
   stops before raises ``StreamCut``, so "no Finish" never has to be checked).
 - The toolset (``Toolset``): the definitions offered and a way to run a call; optionally a head start
-  (``GivesHeadStart``) and tools fitted to the window (``FitsWindow``).
+  (``GivesHeadStart``), tools fitted to the window (``FitsWindow``) and what a call of each tool does
+  (``DeclaresEffects``).
 - A tool's outcome (``ToolOutcome``): its text, whether it failed, a change waiting for review
   (``PendingChange``, which may settle itself under its own lock: ``Settles``; a saved one is a
   ``ProposedChange``; the three live in the leaf ``changes`` and are re-exported here; one that keeps
   what its settling said: ``Remembers``); optionally what it
   did (``ToolEffects``: it settles the reply, it changed the workspace, it made or proposed an edit) and a
-  warning for the user (``Notifies``).
+  warning for the user (``Notifies``). ``effects_of`` asks the outcome, then its toolset, never a tool's
+  name.
 - The event sink (``EventSink``): where the loop sends what happens, in order.
 """
 
@@ -43,7 +45,9 @@ __all__ = [
     "Closes",
     "ContinuesPrefill",
     "CountsPrompts",
+    "DeclaresEffects",
     "DescribesModel",
+    "Effects",
     "EventSink",
     "Finish",
     "FitsWindow",
@@ -68,6 +72,7 @@ __all__ = [
     "Toolset",
     "Usage",
     "WarnsOfKey",
+    "effects_of",
 ]
 
 # --- what travels to a model server and back --------------------------------------------------------
@@ -310,6 +315,38 @@ class ToolEffects(Protocol):
     def edits(self) -> bool:
         """It made or proposed an edit of a file."""
         ...
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What a call did beyond its text, as plain data (a ``ToolEffects``); the default: nothing."""
+
+    settles: bool = False
+    changes_workspace: bool = False
+    edits: bool = False
+
+
+@runtime_checkable
+class DeclaresEffects(Protocol):
+    """A toolset that says what a call of each of its tools does beyond its text (the workspace does, from
+    each tool's flags), for an outcome that does not say it itself."""
+
+    def effects(self, name: str) -> ToolEffects:
+        """What a call of the tool ``name`` does (a tool it does not have: nothing)."""
+        ...
+
+
+def effects_of(tools: Toolset, call: ToolCall, outcome: ToolOutcome) -> ToolEffects:
+    """What ``call`` did beyond its text: as its outcome says (``ToolEffects``), else as its toolset
+    declares for the tool (``DeclaresEffects``), else what the outcome shows: a change left for review is
+    an edit, and may change the workspace; nothing else is assumed of a toolset that says nothing.
+    """
+    if isinstance(outcome, ToolEffects):
+        return outcome
+    if isinstance(tools, DeclaresEffects):
+        return tools.effects(call.name)
+    proposed = outcome.pending is not None
+    return Effects(changes_workspace=proposed, edits=proposed)
 
 
 @runtime_checkable

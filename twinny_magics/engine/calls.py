@@ -1,7 +1,7 @@
 """Running a step's calls: each once, its result cut to what the next request can show, repeats refused.
 
-What a call did beyond its text is asked of the call's outcome (``ToolEffects``), else of the built-in
-tool of its name (its flags in the registry), and the edit nudge's tool is the one the nudge itself
+What a call did beyond its text is asked of the call's outcome (``ToolEffects``), else of its toolset
+(``DeclaresEffects``: ``contracts.effects_of``), and the edit nudge's tool is the one the nudge itself
 calls: the engine never names a tool. One :class:`Calls` lasts a
 reply: it keeps the calls made (a call repeated within the reply is answered with what happened the first
 time instead of running again, until something may have changed the workspace), their event keys, which
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from twinny_magics import protocol
 from twinny_magics.budget import ContextPlan, cut_result
-from twinny_magics.contracts import Notifies, ToolEffects, ToolOutcome, Toolset
+from twinny_magics.contracts import Notifies, ToolOutcome, Toolset, effects_of
 from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, tool_result
 from twinny_magics.events import CallFinished, CallStarted, Step
 from twinny_magics.notes import edit_first_prompt
@@ -132,7 +132,7 @@ class Calls:
 
     def _settle(self, call: ToolCall, key: str, result: ToolResult, outcome: ToolOutcome) -> None:
         """Keep what a call that ran did, and tell it."""
-        effects = _effects(call, outcome)
+        effects = effects_of(self.tools, call, outcome)
         self._remember(call, key, result, changed=effects.changes_workspace)
         if effects.edits and not outcome.is_error:
             self.edited = True
@@ -186,24 +186,6 @@ def offers_the_nudged_edit(tools: Toolset) -> bool:
 def _nudged_tool() -> str:
     """The tool the edit nudge names, as the nudge itself writes the call (the engine names no tool)."""
     return protocol.parse_reply(edit_first_prompt("text")).calls[0].name
-
-
-@dataclass(frozen=True)
-class _Effects:
-    settles: bool = False
-    changes_workspace: bool = False
-    edits: bool = False
-
-
-def _effects(call: ToolCall, outcome: ToolOutcome) -> ToolEffects:
-    """What a call did beyond its text: as its outcome says, else as the built-in tool of its name does
-    (a toolset of its own, a test's, says nothing; a call of ``run_command`` there changes things too)."""
-    if isinstance(outcome, ToolEffects):
-        return outcome
-    from twinny_magics.tools.registry import declared_effects  # noqa: PLC0415 - only toolsets that do not say
-
-    changes, edits = declared_effects(call.name)
-    return _Effects(changes_workspace=changes, edits=edits)
 
 
 def _signature(call: ToolCall) -> tuple[str, str]:

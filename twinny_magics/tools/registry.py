@@ -319,10 +319,3 @@ TOOLS: dict[str, Tool] = {
         ),
     )
 }
-
-
-def declared_effects(name: str) -> tuple[bool, bool]:
-    """Whether a call of the tool ``name`` may change the workspace, and whether it edits a file (for a
-    toolset whose outputs do not say: the built-in tool of that name's flags; no such tool, neither)."""
-    tool = TOOLS.get(name)
-    return (tool.changes_workspace, tool.edits) if tool is not None else (False, False)

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from twinny_magics.contracts import Effects
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import ToolOutput
 from twinny_magics.tools.context import ToolContext
@@ -105,6 +106,12 @@ class Tool(ToolSpec):
     def edits(self) -> bool:
         """Whether it makes or proposes an edit of a file (held for review under ``edits=review``)."""
         return self.approval == "edits"
+
+    @property
+    def effects(self) -> Effects:
+        """What a call of it does beyond its text, as its flags say (what the loop reads; a kernel run
+        past its time limit settles the reply by its output, not by its tool)."""
+        return Effects(changes_workspace=self.changes_workspace, edits=self.edits)
 
 
 def bind(spec: ToolSpec, arguments: object) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from twinny_magics import cells, retrieval
+from twinny_magics.contracts import Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
@@ -222,8 +223,15 @@ class Workspace:
         """
         tool = TOOLS.get(call.name)
         out = await self._run(call, tool)
-        changes, edits = (tool.changes_workspace, tool.edits) if tool is not None else (False, False)
-        return dataclasses.replace(out, text=mask_secrets(out.text), changes_workspace=changes, edits=edits)
+        did = self.effects(call.name)
+        return dataclasses.replace(
+            out, text=mask_secrets(out.text), changes_workspace=did.changes_workspace, edits=did.edits
+        )
+
+    def effects(self, name: str) -> Effects:
+        """What a call of the tool ``name`` does beyond its text, as its flags say (no such tool: nothing)."""
+        tool = TOOLS.get(name)
+        return tool.effects if tool is not None else Effects()
 
     async def _run(self, call: ToolCall, tool: Tool | None) -> ToolOutput:
         name = call.name
