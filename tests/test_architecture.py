@@ -75,11 +75,7 @@ KNOWN_CIRCLES: tuple[frozenset[str], ...] = ()
 KNOWN_CLIMBS: frozenset[tuple[str, str]] = frozenset()
 
 #: Modules over MAX_LINES known today (paths inside twinny_magics/), each with whoever splits it.
-KNOWN_LARGE: frozenset[str] = frozenset(
-    {
-        "protocol/dialects.py",  # 609 lines: the dialect table to split from the parsers
-    }
-)
+KNOWN_LARGE: frozenset[str] = frozenset()
 
 
 # --- reading the imports --------------------------------------------------------------------------------

@@ -67,9 +67,10 @@ Not read: Continue's ``TOOL_NAME:``/``BEGIN_ARG:`` block protocol (a ```` ```too
 gets a problem message that shows the right format).
 
 The package: ``markers`` (the one table of call markers), ``parse`` (the pass over a finished reply),
-``dialects`` (a reader per dialect), ``gemma`` (FunctionGemma's call body), ``scan`` (linear scanning and
-literals), ``schema`` (tool specs, examples, converting values), ``stream`` (how much of a streaming reply
-may be shown) and ``grammar`` (GBNF that holds a llama.cpp reply to the protocol); all pure.
+``dialects`` (a reader per dialect), ``reads`` (what a read gives, a call made from it), ``gemma``
+(FunctionGemma's call body), ``scan`` (linear scanning and literals), ``schema`` (tool specs, examples,
+converting values), ``stream`` (how much of a streaming reply may be shown) and ``grammar`` (GBNF that
+holds a llama.cpp reply to the protocol); all pure.
 """
 
 from __future__ import annotations

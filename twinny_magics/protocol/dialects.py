@@ -5,13 +5,13 @@ it read, the problems it found (a call meant but not readable) and where it stop
 context already means a call (inside ``<tool_call>``, ``[TOOL_CALLS]``, a ```` ```tool ```` fence): there
 anything unreadable is a problem; elsewhere it is just text. Readers nest (a fence holding a tag holding
 JSON) and share one ``TextScan``, so every character is scanned a bounded number of times. FunctionGemma's
-``call:NAME{…}`` body has a grammar of its own, read by ``gemma``.
+``call:NAME{…}`` body has a grammar of its own, read by ``gemma``; what a read gives (``Read``,
+``Problem``) and how a call is made from what was read are in ``reads``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from twinny_magics.conversation import ToolCall
@@ -23,16 +23,11 @@ from twinny_magics.protocol.gemma import (
     read_arguments,
 )
 from twinny_magics.protocol.markers import FUNCTION, GEMMA, MARKERS, MISTRAL, tag_markers, tag_pattern
-from twinny_magics.protocol.scan import TextScan, call_arguments, decode_lenient, skip_ws
-from twinny_magics.protocol.schema import (
-    OfferedTool,
-    coerce_text,
-    coerce_value,
-    example_call,
-    format_call,
-    preferred_example,
-    resolve_name,
-)
+from twinny_magics.protocol.reads import CallReader, Problem, Read
+from twinny_magics.protocol.scan import call_arguments, decode_lenient, skip_ws
+from twinny_magics.protocol.schema import resolve_name
+
+__all__ = ["HSPACE", "DialectReader", "Problem", "Read"]
 
 # The tags and tokens around a call, from the one table of markers: those whose body is a call (a body we
 # cannot read is a problem) and those some templates wrap a call in that also occur in ordinary prose (a
@@ -56,48 +51,11 @@ _CALL_SHAPED = re.compile(r'"(?:arguments|parameters)"\s*:')
 _NAME_HINT = re.compile(r'"(?:name|tool_name)"\s*:\s*"([^"\\\n]{1,64})"')
 _FUNC_ATTR = re.compile(r"""<function\s+name\s*=\s*["']([^"'\n<>]{1,128})["']\s*>""")
 _PARAM_NAME = re.compile(r"<parameter=([^>=<\n]{0,128})")
-_BAD_NAME = re.compile(r"[\n\r\t<>{}()\[\]]")
 _MAX_TAG_DEPTH = 3
 
 
-@dataclass
-class Problem:
-    """A call the model meant but that could not be read (or names a tool not offered)."""
-
-    pos: int
-    message: str
-    unknown: str | None = None
-
-
-@dataclass
-class Read:
-    """What a reader found at one position, and where it stopped.
-
-    ``said`` is text the model wrote inside the call's syntax for the user to read (xLAM's "thought"):
-    it stands in the content where the call was.
-    """
-
-    end: int
-    calls: list[ToolCall] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    said: list[str] = field(default_factory=list)
-
-    def take(self, other: Read) -> None:
-        """Add what ``other`` found after this, and end where it ends."""
-        self.calls.extend(other.calls)
-        self.problems.extend(other.problems)
-        self.said.extend(other.said)
-        self.end = other.end
-
-
-class DialectReader:
+class DialectReader(CallReader):
     """The readers for every dialect, over one text and one set of offered tools."""
-
-    def __init__(self, text: str, specs: dict[str, OfferedTool]) -> None:
-        self.text = text
-        self.n = len(text)
-        self.specs = specs
-        self.scan = TextScan(text)
 
     def _sequence(self, pos: int, *, depth: int, strong: bool, mistral: bool = False) -> Read | None:
         """One or more calls one after another (separated by whitespace, ',' or ';')."""
@@ -524,76 +482,6 @@ class DialectReader:
             return True
         name = _PARAM_NAME.match(self.text, pos)
         return name is not None and name.group(1).strip() in known
-
-    # --- calls and problems -----------------------------------------------------------------------------
-
-    def _one_call(self, end: int, outcome: ToolCall | Problem) -> Read:
-        if isinstance(outcome, Problem):
-            return Read(end, problems=[outcome])
-        return Read(end, calls=[outcome])
-
-    def _make_call(
-        self,
-        pos: int,
-        raw_name: str,
-        keywords: dict[str, Any],
-        *,
-        positional: list[Any] | None = None,
-        call_id: str | None = None,
-        text_values: bool = False,
-    ) -> ToolCall | Problem:
-        name = raw_name.strip()
-        if not name or len(name) > 128 or _BAD_NAME.search(name):
-            return self._format(pos, f"{name[:60]!r} is not a tool name")
-        spec: OfferedTool | None = None
-        if self.specs:
-            resolved = resolve_name(name, self.specs)
-            if resolved is None:
-                return self._unknown(pos, name)
-            name, spec = resolved, self.specs[resolved]
-        arguments = dict(keywords)
-        if positional:
-            if spec is None:
-                return self._format(pos, f"name the arguments of {name}, like {name}(path=...)")
-            if len(positional) > len(spec.params):
-                listed = ", ".join(spec.params) or "no arguments"
-                return self._format(
-                    pos, f"{name} takes at most {len(spec.params)} arguments ({listed})", name
-                )
-            named = dict(zip(spec.params, positional, strict=False))
-            twice = sorted(set(named) & set(arguments))
-            if twice:
-                return self._format(pos, f"{name} was given {twice[0]} twice", name)
-            arguments = {**named, **arguments}
-        if spec is not None:
-            for key, value in arguments.items():
-                schema = spec.schemas.get(key)
-                if schema is not None:
-                    arguments[key] = (
-                        coerce_text(value, schema)
-                        if text_values and isinstance(value, str)
-                        else coerce_value(value, schema)
-                    )
-        return ToolCall(name, arguments, call_id)
-
-    def _example(self, tool: str | None) -> str:
-        spec = self.specs.get(resolve_name(tool, self.specs) or "") if tool and self.specs else None
-        return format_call(example_call(spec or preferred_example(self.specs)))
-
-    def _format(self, pos: int, why: str, tool: str | None = None) -> Problem:
-        message = (
-            f"I could not read your tool call: {why}. "
-            f"Write one call as one fenced block, exactly like this:\n{self._example(tool)}"
-        )
-        return Problem(pos, message)
-
-    def _unknown(self, pos: int, name: str) -> Problem:
-        offered = ", ".join(self.specs)
-        message = (
-            f'There is no tool called "{name[:60]}". The tools you can call are: {offered}. '
-            f"Call one of them as one fenced block, like this:\n{self._example(None)}"
-        )
-        return Problem(pos, message, unknown=name)
 
 
 def _trim_one_newline(value: str) -> str:
