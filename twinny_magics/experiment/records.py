@@ -35,6 +35,8 @@ class Run:
     seconds: float = 0.0
     #: Requests the server refused as longer than its window.
     refused: int = 0
+    #: The server that ran it (its address; on a fleet, which of the servers).
+    server: str = ""
     #: Files of the run's copy of the workspace that differ afterwards: ``M a.py``, ``A new.py``, ``D b.py``.
     changed: list[str] = field(default_factory=list)
     reply: Reply | None = None

@@ -26,25 +26,37 @@ After ``max_errors`` errors in a row (a server that died) the experiment stops t
 
 With ``concurrency=N`` (or ``"auto"``: the server's slots, :mod:`.slots`) up to N runs are under way at
 once, each as isolated as above, on an event loop of their own (:mod:`.parallel`); their records are kept
-in the order above whatever finishes first, and the stop button cancels the runs under way.
+in the order above whatever finishes first, and the stop button cancels the runs under way. With
+``servers=[...]`` (:mod:`.fleet`) the runs are spread over several servers of one model, ``concurrency``
+at once on each; each record names its server, and a server that fails is taken out while its runs are
+run again on the others.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from twinny_magics.contracts import Addressed
 from twinny_magics.experiment.checks import Question, describe
 from twinny_magics.experiment.copies import Snapshot, changes, fresh_copy, snapshot, template
-from twinny_magics.experiment.parallel import Pool
+from twinny_magics.experiment.fleet import (
+    Member,
+    check_fleet,
+    connect_fleet,
+    fleet_status,
+    members,
+    moved_and_down,
+    where,
+)
+from twinny_magics.experiment.parallel import Pool, Seat, ServerLost
 from twinny_magics.experiment.parallel import Progress as PoolProgress
+from twinny_magics.experiment.progress import Progress as Progress  # noqa: PLC0414 - cells.py names it here
+from twinny_magics.experiment.progress import ProgressLine, duration
 from twinny_magics.experiment.records import Run
 from twinny_magics.experiment.results import Results
 from twinny_magics.experiment.serving import RunServer, seeded
@@ -56,7 +68,6 @@ if TYPE_CHECKING:
     from twinny_magics.contracts import ModelServer
     from twinny_magics.events import Reply
 
-Progress = Literal["auto", "rich", "text", "off"]
 
 #: With ``save=``, the file is rewritten at most this often while the experiment runs (and at its end).
 SAVE_EVERY_SECONDS = 2.0
@@ -77,6 +88,7 @@ def run(
     isolate_cache: bool = True,
     max_errors: int = 3,
     concurrency: int | Literal["auto"] = 1,
+    servers: Sequence[str | ModelServer] | None = None,
     **options: Any,
 ) -> Results:
     """Run every question under every variant (``repeat`` times) and return the results.
@@ -88,7 +100,9 @@ def run(
     results there as they grow. ``progress``: ``rich`` (a line updated in place, in a notebook), ``text``
     (a line per run on stderr), ``off``, or ``auto`` (rich in a kernel, else text). ``concurrency``: how
     many runs at once (``"auto"``: as many as the server has slots, see :mod:`.slots`); the results are
-    the same runs in the same order whatever finishes first.
+    the same runs in the same order whatever finishes first. ``servers``: several servers of one model
+    (addresses, or servers) to spread the runs over, ``concurrency`` at once on each (see :mod:`.fleet`);
+    they replace ``base_url``/``server``.
     """
     asked = _questions(questions)
     chosen = _variants(variants)
@@ -98,6 +112,7 @@ def run(
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise ValueError(f"seed={seed!r}: give an integer, or None to send none.")
     _check_concurrency(concurrency)
+    given = check_fleet(servers, [v.options for v in chosen], common) if servers is not None else None
     earlier = Results.load(resume) if isinstance(resume, str | os.PathLike) else resume
     settings = {
         "version": _version(),
@@ -118,22 +133,29 @@ def run(
     if earlier is not None:
         _check_resumable(earlier, results)  # before the copy and the servers: what it says is cheap
     with template(Path(workspace)) as (copied, before):
-        servers = _connect(chosen, common)
+        fleet = members(connect_fleet(given, common), concurrency) if given is not None else []
+        connected = [fleet[0].server] * len(chosen) if fleet else _connect(chosen, common)
         results.servers = {
-            v.name: {"kind": s.kind, "model": s.model, "base_url": _where(s)}
-            for v, s in zip(chosen, servers, strict=True)
+            v.name: {"kind": s.kind, "model": s.model, "base_url": where(s)}
+            for v, s in zip(chosen, connected, strict=True)
         }
         if earlier is not None:
             _check_resumable(earlier, results)  # now also the models the servers name
             results.runs = _kept(earlier, results)
-        by_name = {v.name: server for v, server in zip(chosen, servers, strict=True)}
+        by_name = {v.name: server for v, server in zip(chosen, connected, strict=True)}
         harness = _Harness(results, (copied, before), by_name, common, isolate_cache=isolate_cache)
-        limit, pinned = _limit(concurrency, servers)
+        if fleet:
+            results.settings["servers"] = [member.describe() for member in fleet]
+            results.settings["concurrency"] = sum(member.at_once for member in fleet)
+            harness.execute_at_once(seed, _style(progress), save, max_errors, fleet=fleet)
+            return results
+        limit, pinned = _limit(concurrency, connected)
         results.settings["concurrency"] = limit
         if limit == 1:
             harness.execute(seed, _style(progress), save, max_errors)
         else:
-            harness.execute_at_once(seed, _style(progress), save, max_errors, limit=limit, pinned=pinned)
+            one = Member(connected[0], "", limit, pinned)  # the variants' own servers share the count
+            harness.execute_at_once(seed, _style(progress), save, max_errors, fleet=[one])
     return results
 
 
@@ -220,12 +242,6 @@ def _connect(variants: Sequence[Variant], common: Mapping[str, Any]) -> list[Mod
             )
         servers.append(made[key])
     return servers
-
-
-def _where(server: ModelServer) -> str | None:
-    info = server.info if isinstance(server, Addressed) else None
-    url = info.base_url if info is not None else None
-    return url if isinstance(url, str) else None
 
 
 def _check_resumable(earlier: Results, results: Results) -> None:
@@ -317,7 +333,7 @@ class _Harness:
         self, seed: int | None, style: Progress, save: str | os.PathLike[str] | None, max_errors: int
     ) -> None:
         todo = self.todo()
-        line = _ProgressLine(style)
+        line = ProgressLine(style)
         started = time.monotonic()
         saved_at = started
         errors_in_a_row = 0
@@ -328,7 +344,7 @@ class _Harness:
             for number, (repeat, question, variant) in enumerate(todo, 1):
                 elapsed = time.monotonic() - started
                 left = (
-                    f", about {_duration(elapsed / finished * (len(todo) - number + 1))} left"
+                    f", about {duration(elapsed / finished * (len(todo) - number + 1))} left"
                     if finished
                     else ""
                 )
@@ -338,7 +354,7 @@ class _Harness:
                 line.show(
                     f"Run {number} of {len(todo)}: question {order[question.name]} of {count} "
                     f"({question.name}) · variant {variant.name}{repetition} · "
-                    f"{_duration(elapsed)} elapsed{left}"
+                    f"{duration(elapsed)} elapsed{left}"
                 )
                 result = self.one(question, variant, repeat, None if seed is None else seed + repeat)
                 self.results.runs.append(result)
@@ -357,11 +373,16 @@ class _Harness:
             self._end(started, finished, line, save)
 
     def _end(
-        self, started: float, finished: int, line: _ProgressLine, save: str | os.PathLike[str] | None
+        self,
+        started: float,
+        finished: int,
+        line: ProgressLine,
+        save: str | os.PathLike[str] | None,
+        summary: str = "",
     ) -> None:
         self.results.settings["seconds"] = round(time.monotonic() - started, 3)
         done = len([r for r in self.results.runs if r.outcome != "error"])
-        end = f"{finished} run{'s' if finished != 1 else ''} in {_duration(time.monotonic() - started)}"
+        end = f"{finished} run{'s' if finished != 1 else ''} in {duration(time.monotonic() - started)}"
         if self.results.stopped:
             end = (
                 f"Stopped ({self.results.stopped}) after {end}; {done} of {self.results.total} done — "
@@ -369,7 +390,7 @@ class _Harness:
             )
         else:
             end = f"Done: {end}; {done} of {self.results.total} runs done."
-        line.finish(end)
+        line.finish(end + (f" {summary}." if summary else ""))
         if save is not None:
             self.results.save(save)
 
@@ -380,48 +401,65 @@ class _Harness:
         save: str | os.PathLike[str] | None,
         max_errors: int,
         *,
-        limit: int,
-        pinned: bool,
+        fleet: Sequence[Member],
     ) -> None:
-        """``execute`` with up to ``limit`` runs at once (:mod:`.parallel`), kept in ``todo``'s order."""
+        """``execute`` with runs at once (:mod:`.parallel`), kept in ``todo``'s order.
+
+        ``fleet``: the servers and how many runs at once on each; one member with no label stands for the
+        variants' own servers (each run on its variant's), sharing its count.
+        """
         todo = self.todo()
         kept = list(self.results.runs)
-        line = _ProgressLine(style)
+        line = ProgressLine(style)
         started = time.monotonic()
         saved_at = [started]
         printed: list[int] = []
 
-        async def run_one(item: tuple[int, Question, Variant], seat: int) -> Run:
+        own = len(fleet) == 1 and not fleet[0].label
+        labels = [member.label for member in fleet]
+        limit = sum(member.at_once for member in fleet)
+
+        async def run_one(item: tuple[int, Question, Variant], seat: Seat) -> Run:
             repeat, question, variant = item
-            slot = seat if pinned else None
-            return await self.aone(question, variant, repeat, None if seed is None else seed + repeat, slot)
+            member = fleet[seat.server]
+            slot = seat.slot if member.pinned else None
+            run_seed = None if seed is None else seed + repeat
+            on = None if own else member
+            return await self.aone(
+                question, variant, repeat, run_seed, slot=slot, member=on, lost=len(fleet) > 1
+            )
 
         def tick(progress: PoolProgress) -> None:
             self.results.runs = kept + [progress.done[i] for i in sorted(progress.done)]
             for position in progress.finished[len(printed) :]:
                 printed.append(position)
-                line.ran(len(printed), len(todo), progress.done[position])
+                line.ran(len(printed), len(todo), progress.done[position], len(fleet) > 1)
             elapsed = time.monotonic() - started
             finished = len(progress.done)
             queued = len(todo) - finished - progress.running
             rest = len(todo) - finished
-            left = f", about {_duration(elapsed / finished * rest)} left" if finished else ""
+            left = f", about {duration(elapsed / finished * rest)} left" if finished else ""
+            status = fleet_status(progress, labels, started, time.monotonic(), len(todo))
             line.show(
                 f"{finished} of {len(todo)} runs done · {progress.running} running · {queued} queued · "
-                f"{limit} at once · {_duration(elapsed)} elapsed{left}"
+                f"{limit} at once · {duration(elapsed)} elapsed{left}" + (f" · {status}" if status else "")
             )
             if save is not None and time.monotonic() - saved_at[0] >= SAVE_EVERY_SECONDS:
                 self.results.save(save)
                 saved_at[0] = time.monotonic()
 
-        pool = Pool(todo, run_one, limit=limit, max_errors=max_errors)
+        pool = Pool(todo, run_one, limit=[member.at_once for member in fleet], max_errors=max_errors)
+        summary = ""
         try:
             ended = pool.run(tick)
             tick(ended)
             self.results.stopped = ended.stopped
             self.results.settings["most_at_once"] = ended.most_running
+            if len(fleet) > 1:
+                self.results.settings.update(moved_and_down(ended, labels))
+            summary = fleet_status(ended, labels, started, time.monotonic(), len(todo))
         finally:
-            self._end(started, len(self.results.runs) - len(kept), line, save)
+            self._end(started, len(self.results.runs) - len(kept), line, save, summary)
 
     def one(self, question: Question, variant: Variant, repeat: int, seed: int | None) -> Run:
         """One run: a fresh session on a fresh copy of the workspace, its reply judged."""
@@ -439,31 +477,53 @@ class _Harness:
             return self._judged(question, record, reply, copy)
 
     async def aone(
-        self, question: Question, variant: Variant, repeat: int, seed: int | None, slot: int | None = None
+        self,
+        question: Question,
+        variant: Variant,
+        repeat: int,
+        seed: int | None,
+        *,
+        slot: int | None = None,
+        member: Member | None = None,
+        lost: bool = False,
     ) -> Run:
-        """``one`` as a task among others (``slot``: the llama.cpp slot every request of the run goes to)."""
-        server, record, make, options = self._setup(question, variant, repeat, seed, slot)
+        """``one`` as a task among others (``slot``: the llama.cpp slot every request of the run goes to;
+        ``member``: the fleet's server it runs on; ``lost``: that server failing raises ServerLost)."""
+        server, record, make, options = self._setup(question, variant, repeat, seed, slot=slot, member=member)
         with fresh_copy(self.template) as copy:
             started = time.perf_counter()
+            reply: Reply | None = None
             try:
                 session = make(server=server, workspace=copy, **options)
                 if isinstance(session, _agent_class()):
-                    reply: Reply = await session.arun(question.text)
+                    reply = await session.arun(question.text)
                 else:  # a factory's own session has only run(), which blocks: it gets a thread
                     reply = await asyncio.to_thread(session.run, question.text)
             except Exception as error:  # a bug or an unreachable server: this run errs, the others go on
                 record.why = f"{type(error).__name__}: {error}"
-                return record
             finally:
                 record.seconds = round(time.perf_counter() - started, 3)
                 record.refused = server.refused
-            return self._judged(question, record, reply, copy)
+            judged = record if reply is None else self._judged(question, record, reply, copy)
+        if lost and server.lost is not None and judged.outcome == "error":
+            judged.why = judged.why or server.lost
+            raise ServerLost(judged)
+        return judged
 
     def _setup(
-        self, question: Question, variant: Variant, repeat: int, seed: int | None, slot: int | None = None
+        self,
+        question: Question,
+        variant: Variant,
+        repeat: int,
+        seed: int | None,
+        *,
+        slot: int | None = None,
+        member: Member | None = None,
     ) -> tuple[RunServer, Run, Callable[..., Any], dict[str, Any]]:
-        server = RunServer(self.servers[variant.name], cold_first=self.isolate_cache, slot=slot)
-        record = Run(question.name, variant.name, repeat, "error", seed=seed)
+        chosen = member.server if member is not None else self.servers[variant.name]
+        server = RunServer(chosen, cold_first=self.isolate_cache, slot=slot)
+        label = member.label if member is not None else where(chosen) or ""
+        record = Run(question.name, variant.name, repeat, "error", seed=seed, server=label)
         options = {k: v for k, v in {**self.common, **variant.options}.items() if k not in SERVER_OPTIONS}
         options["extra"] = seeded(options.get("extra"), seed, server.kind)
         return server, record, variant.factory or _agent_class(), options
@@ -487,56 +547,3 @@ def _agent_class() -> type[Agent]:
     from twinny_magics.agent import Agent  # noqa: PLC0415
 
     return Agent
-
-
-# -- the progress line -----------------------------------------------------------------------------------
-
-
-class _ProgressLine:
-    """A line updated in place in a notebook; a line per finished run on stderr elsewhere."""
-
-    def __init__(self, style: Progress) -> None:
-        self.style = style
-        self.handle: Any = None
-
-    def _bundle(self, text: str, done: bool) -> dict[str, str]:
-        from twinny_magics.experiment import report  # noqa: PLC0415
-
-        return report.bundle(report.progress_html(text, done), text)
-
-    def show(self, text: str, *, done: bool = False) -> None:
-        if self.style != "rich":
-            return
-        from IPython.display import display  # noqa: PLC0415
-
-        show: Callable[..., Any] = display  # IPython's display is untyped
-        if self.handle is None:
-            self.handle = show(self._bundle(text, done), raw=True, display_id=True)
-        else:
-            self.handle.update(self._bundle(text, done), raw=True)
-
-    def ran(self, number: int, total: int, run: Run) -> None:
-        if self.style != "text":
-            return
-        from twinny_magics.display.reprs import plain  # noqa: PLC0415
-        from twinny_magics.experiment.report import MARKS  # noqa: PLC0415
-
-        repetition = f" #{run.repeat + 1}" if run.repeat else ""
-        why = f" — {run.why.splitlines()[0][:100]}" if run.why and run.outcome != "pass" else ""
-        line = f"[{number}/{total}] {MARKS[run.outcome]} {run.question} · {run.variant}{repetition}"
-        print(plain(f"{line} ({run.seconds:.1f} s){why}"), file=sys.stderr, flush=True)
-
-    def finish(self, text: str) -> None:
-        if self.style == "rich":
-            self.show(text, done=True)
-        elif self.style == "text":
-            from twinny_magics.display.reprs import plain  # noqa: PLC0415
-
-            print(plain(text), file=sys.stderr, flush=True)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes} min {rest:02d} s"

@@ -1,10 +1,13 @@
-"""The model server as one run sees it: its seed, its refusals, and a start off the prompt cache."""
+"""The model server as one run sees it: its seed, its refusals, a start off the prompt cache, and whether
+it failed (a server that failed is not a run that failed)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from twinny_magics.contracts import (
     Addressed,
@@ -15,7 +18,7 @@ from twinny_magics.contracts import (
     Tokenizes,
     WarnsOfKey,
 )
-from twinny_magics.errors import PromptTooLong
+from twinny_magics.errors import PromptTooLong, ServerError, ServerUnreachable, StreamCut
 
 if TYPE_CHECKING:
     from twinny_magics.contracts import ChatEvent, ChatRequest, ModelServer, ServerAddress
@@ -31,6 +34,13 @@ def seeded(extra: Mapping[str, Any] | None, seed: int | None, kind: str) -> dict
         options.setdefault("seed", out["seed"])
         out["options"] = options
     return out
+
+
+def server_failed(error: BaseException) -> bool:
+    """Whether ``error`` is the server's failure, not the run's: unreachable, cut mid-reply, or a 5xx."""
+    if isinstance(error, ServerUnreachable | StreamCut | httpx.TransportError):
+        return not isinstance(error, httpx.TimeoutException)
+    return isinstance(error, ServerError) and isinstance(error.status, int) and 500 <= error.status < 600
 
 
 class RunServer:
@@ -49,6 +59,13 @@ class RunServer:
         self.requests = 0
         #: Requests the server refused as longer than its window.
         self.refused = 0
+        #: The server's own failure during the run (nothing answered, the reply cut, a 5xx), if any: the
+        #: run is then not the run's failure, and on a fleet it is run again elsewhere.
+        self.lost: str | None = None
+
+    def _note(self, error: BaseException) -> None:
+        if self.lost is None and server_failed(error):
+            self.lost = f"{type(error).__name__}: {error}"
 
     @property
     def kind(self) -> str:
@@ -82,7 +99,11 @@ class RunServer:
 
     async def context_window(self) -> int:
         """The server's window."""
-        return await self.inner.context_window()
+        try:
+            return await self.inner.context_window()
+        except Exception as error:
+            self._note(error)
+            raise
 
     async def tokenize(self, text: str) -> int | None:
         """Exact tokens where the server counts them, else None."""
@@ -108,6 +129,9 @@ class RunServer:
                 yield event
         except PromptTooLong:
             self.refused += 1
+            raise
+        except Exception as error:
+            self._note(error)
             raise
         finally:
             if isinstance(events, Closes):
