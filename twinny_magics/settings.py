@@ -23,7 +23,9 @@ session, in one place:
 
 and whether a change makes a new session (``scope`` ``session``: ``configure`` refuses it) or applies
 from the next reply (``turn``). A field that is also an option of the magic (:mod:`.options`) takes its
-default, scope and checks from that table.
+default, scope and checks from that table. The fields of how a reply runs are declared once, with their
+rule, where the engine declares them (:class:`~twinny_magics.engine.settings.LoopSettings`, which
+``Settings`` extends); the others here, with the same helpers.
 """
 
 # Each field is declared through a helper that returns dataclasses.field (RUF009 cannot see it does).
@@ -33,91 +35,71 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from twinny_magics.engine.settings import GrammarSetting, LoopSettings, ModeSetting
-from twinny_magics.options import BY_NAME, HEAD_START_PARTS, Scope, check
+from twinny_magics.engine.settings import Load, LoopSettings, ModeSetting, option_setting, setting
+from twinny_magics.options import HEAD_START_PARTS, check
 from twinny_magics.tools.denied import SecretFiles
 from twinny_magics.tools.kernel import CellsMode, KernelMode
 from twinny_magics.tools.workspace import CommandsMode, EditsMode
 from twinny_magics.usage import Price, check_price
 
-#: How a load treats a saved setting (see the module's docstring).
-Load = Literal["taken", "guarded", "named"]
+__all__ = [
+    "LOOP_FIELDS",
+    "Load",
+    "Settings",
+    "as_options",
+    "from_options",
+    "loaded",
+    "saved",
+    "session_scoped",
+]
 
 #: Request fields ``extra`` may not set: the conversation, the tools offered and the streaming the loop reads.
 LOOP_FIELDS = frozenset({"messages", "tools", "stream"})
-
-_LOOP_DEFAULTS = {f.name: f.default for f in fields(LoopSettings)}
-
-
-def _setting(default: Any, load: Load, scope: Scope = "turn", *, option: str | None = None) -> Any:
-    """A field: its default (immutable: None, text, numbers, a literal), how a load treats it, its scope."""
-    return field(default=default, metadata={"load": load, "scope": scope, "option": option})
-
-
-def _option(name: str, load: Load, *, option: str | None = None) -> Any:
-    """A setting that is an option of the magic's table: its default and scope are the table's."""
-    o = BY_NAME[option or name]
-    return _setting(o.default, load, o.scope, option=o.name)
-
-
-def _loop(name: str, load: Load) -> Any:
-    """A setting of how a reply runs (:class:`LoopSettings`), with the loop's default."""
-    return _setting(_LOOP_DEFAULTS[name], load)
 
 
 @dataclass(frozen=True)
 class Settings(LoopSettings):
     """Every option of a session, checked when made (``ValueError`` names the option and what it takes).
 
-    It is the loop's :class:`LoopSettings` too: the session hands it to each reply whole.
+    It is the loop's :class:`LoopSettings` too, whose fields (how a reply runs: the steps, the grammar,
+    the prompts, ``extra``, the head start…) it takes as they are declared there, each with its load
+    rule; the session hands it to each reply whole.
     """
 
     # -- which server, where: named by whoever makes or loads the session --------------------------------
-    base_url: str | None = _option("base_url", "named", option="server")
-    model: str | None = _option("model", "named")
-    kind: str | None = _option("kind", "named")
+    base_url: str | None = option_setting("base_url", "named", option="server")
+    model: str | None = option_setting("model", "named")
+    kind: str | None = option_setting("kind", "named")
     #: Unset on the magic is the kernel's working directory, which ``"."`` is too.
-    workspace: str | Path = _setting(".", "named", "session", option="workspace")
-    api_key: str | None = _option("api_key", "named")
+    workspace: str | Path = setting(".", "named", "session", option="workspace")
+    api_key: str | None = option_setting("api_key", "named")
 
     # -- how the replies run: taken from a saved session ------------------------------------------------
-    mode: ModeSetting = _option("mode", "taken")
-    steps: int = _option("steps", "taken")
-    grammar: GrammarSetting = _option("grammar", "taken")
-    temperature: float | None = _option("temperature", "taken")
-    workspace_map: bool = _loop("workspace_map", "taken")
-    evidence: bool = _loop("evidence", "taken")
+    # (and, declared in LoopSettings: steps, max_calls, temperature, max_unusable_steps, repeat_guard,
+    # grammar, look_first, edit_first, auto_text_after, workspace_map, evidence, head_start_share)
+    mode: ModeSetting = option_setting("mode", "taken")
     #: The ranked search offered as a tool (the workspace's tools are made once a session).
-    search: bool = _setting(False, "taken", "session")
-    head_start_share: float = _loop("head_start_share", "taken")
-    max_calls: int = _loop("max_calls", "taken")
-    max_unusable_steps: int = _loop("max_unusable_steps", "taken")
-    look_first: bool = _loop("look_first", "taken")
-    edit_first: bool = _loop("edit_first", "taken")
-    repeat_guard: bool = _loop("repeat_guard", "taken")
-    auto_text_after: int = _loop("auto_text_after", "taken")
+    search: bool = setting(False, "taken", "session")
     #: Money per million tokens, ``(input, output[, cached input])``; no price is built in.
-    price: Price | None = _setting(None, "taken")
+    price: Price | None = setting(None, "taken")
 
     # -- what replies may do and are told: taken from a file only when asked ------------------------------
-    commands: CommandsMode = _option("commands", "guarded")
-    edits: EditsMode = _option("edits", "guarded")
-    kernel: KernelMode = _option("kernel", "guarded")
-    cells: CellsMode = _option("cells", "guarded")
-    kernel_seconds: float = _option("kernel_seconds", "guarded")
+    commands: CommandsMode = option_setting("commands", "guarded")
+    edits: EditsMode = option_setting("edits", "guarded")
+    kernel: KernelMode = option_setting("kernel", "guarded")
+    cells: CellsMode = option_setting("cells", "guarded")
+    kernel_seconds: float = option_setting("kernel_seconds", "guarded")
     #: Gitignore-style patterns of files the tools never show; None: the built-in deny list.
-    secret_files: Sequence[str] | None = _setting(None, "guarded", "session", option="secret_files")
-    system_prompt: str = _loop("system_prompt", "guarded")
-    closing_prompt: str = _loop("closing_prompt", "guarded")
-    extra: dict[str, Any] | None = _loop("extra", "guarded")
+    secret_files: Sequence[str] | None = setting(None, "guarded", "session", option="secret_files")
+    # (and, declared in LoopSettings: system_prompt, closing_prompt, extra)
     #: ``{"grep": "..."}`` replaces a workspace tool's description, word for word.
-    tool_descriptions: Mapping[str, str] | None = _setting(None, "guarded", "session")
-    window: int | None = _option("window", "guarded")
-    timeout: float | None = _option("timeout", "guarded")
+    tool_descriptions: Mapping[str, str] | None = setting(None, "guarded", "session")
+    window: int | None = option_setting("window", "guarded")
+    timeout: float | None = option_setting("timeout", "guarded")
 
     def __post_init__(self) -> None:
         values = vars(self)

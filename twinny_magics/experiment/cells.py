@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from twinny_magics.experiment.checks import Not, Question
-from twinny_magics.experiment.variants import Variant, parse_options
+from twinny_magics.experiment.variants import SERVER_OPTIONS, Variant, parse_options
 from twinny_magics.options import add_flag, option
 
 if TYPE_CHECKING:
@@ -123,39 +123,36 @@ def parse_line(line: str, prog: str = "%%agent compare") -> argparse.Namespace:
         raise ValueError(f"{prog}: {error} (see %agent?)") from None
 
 
+def inherited() -> tuple[str, ...]:
+    """The settings both variants take from an adopted session, read from how each is declared: every
+    setting a saved session keeps (``load`` ``taken`` or ``guarded``: how its replies run, what they may do
+    and are told), but those the experiment sets itself (``runner.DEFAULTS``: greedy, edits applied to
+    each run's copy) and those that say how to reach its server (``variants.SERVER_OPTIONS``, taken from
+    the session's server instead). A new setting is inherited, or not, by its declaration."""
+    from twinny_magics.experiment.runner import DEFAULTS  # noqa: PLC0415 - the runner loads the session
+    from twinny_magics.settings import loaded  # noqa: PLC0415
+
+    own = {*DEFAULTS, *SERVER_OPTIONS}
+    return tuple(name for name in loaded("taken") + loaded("guarded") if name not in own)
+
+
 def base_options(defaults: Mapping[str, Any], session: Agent | None) -> dict[str, Any]:
-    """What both variants start from: an adopted session's server and settings, else the %config defaults."""
+    """What both variants start from: an adopted session's server and settings (:func:`inherited`), else
+    the ``%config`` defaults of the same settings and the server's."""
+    from twinny_magics.settings import from_options  # noqa: PLC0415
+
     if session is None:
-        options = {name: defaults.get(name) for name in ("model", "kind", "window", "api_key", "timeout")}
-        options.update(
-            {name: defaults[name] for name in ("mode", "steps", "grammar", "commands") if name in defaults}
-        )
-        return {**options, "base_url": defaults.get("server"), "workspace": defaults.get("workspace")}
-    settings = session.settings
-    options = {
-        "mode": settings.mode,
-        "steps": settings.steps,
-        "grammar": settings.grammar,
-        "system_prompt": settings.system_prompt,
-        "closing_prompt": settings.closing_prompt,
-        "max_calls": settings.max_calls,
-        "max_unusable_steps": settings.max_unusable_steps,
-        "extra": settings.extra,
-        "commands": settings.commands,
-        "tool_descriptions": settings.tool_descriptions,
-        "workspace": str(session.workspace),
-    }
+        given = from_options(defaults)
+        options = {name: given.get(name) for name in SERVER_OPTIONS if name != "server"}
+        options.update({name: given[name] for name in inherited() if name in given})
+        return {**options, "workspace": given.get("workspace")}
+    settings = vars(session.settings)
+    options = {name: settings[name] for name in inherited()}
+    options["workspace"] = str(session.workspace)
     if session.server is not None:
         options["server"] = session.server
     else:
-        options.update(
-            base_url=settings.base_url,
-            model=settings.model,
-            kind=settings.kind,
-            api_key=settings.api_key,
-            window=settings.window,
-            timeout=settings.timeout,
-        )
+        options.update({name: settings[name] for name in SERVER_OPTIONS if name != "server"})
     return options
 
 
