@@ -183,7 +183,8 @@ def compare(
     if args.server:
         options.pop("server", None)
         options["base_url"] = args.server
-    options.update({name: getattr(args, name) for name in SHARED if getattr(args, name) is not None})
+    given = vars(args)
+    options.update({name: given[name] for name in SHARED if given[name] is not None})
     options["temperature"] = args.temperature if args.temperature is not None else 0.0
     names = [name.strip() for name in args.names.split(",")]
     if len(names) != 2 or not all(names) or names[0] == names[1]:
