@@ -246,6 +246,7 @@ ORDER = (
     "reading",
     "calls",
     "citations",
+    "fenced_edits",
     "run",
 )
 #: What the engine never imports: its caller, and the layers above the loop.

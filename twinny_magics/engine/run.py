@@ -51,6 +51,7 @@ from twinny_magics.window_warning import small_window_warning
 from .calls import Calls, offers_the_nudged_edit
 from .citations import check as check_cited
 from .citations import correction as cited_correction
+from .fenced_edits import fenced_edit
 from .meter import Meter, Weighed, reuses_cache
 from .offer import Offer
 from .question import Question
@@ -120,6 +121,8 @@ class Run:
         self.warned = False
         #: Whether the last reply's calls (or broken calls) came as native tool calls, not as text.
         self.native_reply = False
+        #: Edits read from fences of changed code in this reply (at most two).
+        self.fenced = 0
 
     async def run(self, history: Sequence[Message], notes: str = "") -> Reply:
         """Run the reply to the question (after ``history``; ``notes`` go after it as a tool result)."""
@@ -293,6 +296,8 @@ class Run:
                 self.messages = [*self.messages, assistant(text), user("\n\n".join(problems))]
                 self._count_unusable(True)
                 return False
+            if await self._fenced_edit(record, text, plan):
+                return False
             if self._nudge_to_look():
                 nudge = look_first_prompt(self.offer.mode, self.question.text)
                 self.messages = [*self.messages, assistant(text), user(nudge)]
@@ -424,6 +429,27 @@ class Run:
         if self.acted or self.calls.ran or not self.question.about_workspace or not announces_a_plan(text):
             return False
         self.acted = True
+        return True
+
+    async def _fenced_edit(self, record: Step, text: str, plan: ContextPlan) -> bool:
+        """A reply to a request for a change that printed the changed code in a fence instead of calling
+        the edit tool: the fence read as the edit it proposes and run as that call, through the same tool
+        and approval (``fenced_edits``). Whether it ran."""
+        if self.fenced >= 2 or self.calls.edited or not self.settings.edit_first:
+            return False
+        if not self.question.asks_change or not offers_the_nudged_edit(self.tools):
+            return False
+        call = await fenced_edit(text, self.question.text, self.messages, self.tools)
+        if call is None:
+            return False
+        self.fenced += 1
+        self.tell.notice(
+            "fallback",
+            f"The model wrote the changed code in a fence instead of calling {call.name}: read as that "
+            f"edit of {call.arguments.get('path', '?')}.",
+        )
+        self.messages = [*self.messages, *await self.calls.run(record, text, [call], plan, self.messages)]
+        self._count_unusable(all(r.is_error for r in record.results))
         return True
 
     def _nudge_to_edit(self) -> bool:

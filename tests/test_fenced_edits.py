@@ -1,0 +1,212 @@
+"""Edits that finish: a reply to a request for a change that prints the changed code in a fence instead of
+calling edit_file has the fence read as the edit it proposes, run through the same tool and approval; a
+fence naming a path outside the workspace, a denied file, a huge fence, an abbreviated copy or a fence
+that fits no file proposes nothing (the edit nudge goes back as before)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from twinny_magics.agent import Agent
+from twinny_magics.conversation import ToolCall
+from twinny_magics.engine import fenced_edits
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
+
+APP = (
+    "import os\n"
+    "\n"
+    "PORT = 8080\n"
+    "HOST = 'localhost'\n"
+    "\n"
+    "\n"
+    "def serve(port=PORT):\n"
+    '    """Serve the app on ``port``."""\n'
+    "    print('serving on', port)\n"
+    "    return port\n"
+)
+QUESTION = "In app.py, change the port to 9090."
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "app.py").write_text(APP)
+    (root / "other.py").write_text("PORT = 1\n")
+    (root / ".env").write_text("PORT = 8080\nHOST = 'localhost'\nAPI_KEY=sk-live-1234567890abcdef\n")
+    (tmp_path / "outside.py").write_text(APP)
+    return root
+
+
+def fence(body: str, lang: str = "python") -> str:
+    return f"Here is the updated code:\n```{lang}\n{body}```\n"
+
+
+def run(workspace: Path, *replies: Scripted | str, mode: str = "text", question: str = QUESTION) -> Agent:
+    server = ScriptedServer(list(replies))
+    agent = Agent(server=server, workspace=workspace, mode=mode, edits="apply", steps=4)  # type: ignore[arg-type]
+    agent.run(question)
+    return agent
+
+
+def test_a_whole_updated_file_in_a_fence_is_made_as_an_edit(workspace: Path) -> None:
+    agent = run(workspace, fence(APP.replace("8080", "9090")), "Done: PORT is 9090.")
+    reply = agent.replies[-1]
+    assert (workspace / "app.py").read_text() == APP.replace("8080", "9090")
+    assert reply.text == "Done: PORT is 9090."
+    call = reply.steps[0].calls[0]
+    assert call.name == "edit_file"
+    assert call.arguments == {"path": "app.py", "find": "PORT = 8080", "replace": "PORT = 9090"}
+    assert any("read as that edit of app.py" in n.text for n in reply.notices)
+
+
+def test_a_changed_function_in_a_fence_is_made_in_its_place(workspace: Path) -> None:
+    body = (
+        "def serve(port=PORT):\n"
+        '    """Serve the application on ``port``."""\n'
+        "    print('serving on', port)\n"
+        "    return port\n"
+    )
+    run(workspace, fence(body), "Done.", question="Fix the docstring of serve in app.py: say application.")
+    assert (workspace / "app.py").read_text() == APP.replace("Serve the app", "Serve the application")
+
+
+def test_lines_left_out_with_an_ellipsis_are_not_deleted(workspace: Path) -> None:
+    body = "import os\n\nPORT = 9090\nHOST = 'localhost'\n\n# ... the rest unchanged\n"
+    run(workspace, fence(body), "Done.")
+    assert (workspace / "app.py").read_text() == APP.replace("8080", "9090")
+
+
+def test_a_line_added_at_the_top_of_a_whole_file_is_kept_but_a_label_comment_is_not(workspace: Path) -> None:
+    body = "# app.py\nimport os\nimport sys\n" + APP.split("\n", 1)[1]
+    run(workspace, fence(body), "Done.", question="In app.py, add import sys after import os.")
+    assert (workspace / "app.py").read_text() == "import os\nimport sys\n" + APP.split("\n", 1)[1]
+
+
+def test_a_fence_in_native_mode_too(workspace: Path) -> None:
+    run(workspace, Scripted(fence(APP.replace("8080", "9090"))), Scripted("Done."), mode="native")
+    assert "PORT = 9090" in (workspace / "app.py").read_text()
+
+
+def test_the_edit_waits_for_review_like_any_edit(workspace: Path) -> None:
+    server = ScriptedServer([fence(APP.replace("8080", "9090")), "Proposed."])
+    agent = Agent(server=server, workspace=workspace, mode="text", steps=4)
+    reply = agent.run(QUESTION)
+    assert (workspace / "app.py").read_text() == APP  # nothing written: held for review
+    assert len(reply.pending) == 1
+    assert reply.text == "Proposed."
+
+
+def test_an_unchanged_copy_or_a_question_proposes_nothing(workspace: Path) -> None:
+    agent = run(workspace, fence(APP), "It already is.")
+    assert (workspace / "app.py").read_text() == APP
+    assert agent.replies[-1].steps[0].problems == [
+        "answered a request for a change without making it: nudged to edit"
+    ]
+    agent = run(
+        workspace, fence(APP.replace("8080", "9090")), question="What would app.py look like on 9090?"
+    )
+    assert (workspace / "app.py").read_text() == APP
+    assert not agent.replies[-1].steps[0].calls
+
+
+def test_a_fence_that_fits_no_file_goes_to_the_nudge(workspace: Path) -> None:
+    agent = run(workspace, fence("def other():\n    return 1\n"), "Done.")
+    assert (workspace / "app.py").read_text() == APP
+    assert not agent.replies[-1].steps[0].calls
+
+
+@pytest.mark.parametrize(
+    "named",
+    ["../outside.py", "/etc/passwd", str(Path("..") / "outside.py"), ".env"],
+)
+def test_a_fence_naming_a_file_the_tools_may_not_read_proposes_nothing(
+    workspace: Path, tmp_path: Path, named: str
+) -> None:
+    body = APP.replace("8080", "9090") if named != ".env" else "PORT = 9090\nHOST = 'localhost'\n"
+    reply = f"Updated {named}:\n```python\n{body}```\n"
+    agent = run(workspace, reply, "Done.", question=f"In {named}, change the port to 9090.")
+    assert (tmp_path / "outside.py").read_text() == APP
+    assert (workspace / ".env").read_text().startswith("PORT = 8080")
+    calls = agent.replies[-1].steps[0].calls
+    assert all(c.arguments.get("path") not in (named, "../outside.py", ".env") for c in calls)
+
+
+def test_a_huge_fence_is_not_compared() -> None:
+    huge = APP.replace("8080", "9090") + "#" * fenced_edits.MAX_FENCE_CHARS
+    assert fenced_edits.fences(fence(huge)) == []
+    assert fenced_edits.fences(fence("x = 1\n")) == ["x = 1\n"]
+
+
+def test_a_tool_fence_or_a_shell_fence_is_not_a_file() -> None:
+    assert fenced_edits.fences("```tool\n{}\n```\n```bash\nls\n```") == []
+
+
+def test_a_mostly_deleting_fence_proposes_nothing() -> None:
+    lines = [f"line_{n} = {n}" for n in range(40)]
+    body = "\n".join([*lines[:3], "line_3 = 33", *lines[30:33]])  # 26 lines gone, without an ellipsis
+    assert fenced_edits.propose(body, lines) is None
+
+
+def test_two_changed_parts_between_left_out_lines_propose_nothing() -> None:
+    lines = [f"line_{n} = {n}" for n in range(40)]
+    body = "\n".join([*lines[0:3], "line_3 = 33", "# ...", *lines[20:23], "line_23 = 99"])
+    assert fenced_edits.propose(body, lines) is None
+
+
+def test_a_find_that_is_not_unique_gets_context() -> None:
+    lines = ["def a():", "    x = 0", "    return 1", "", "def b():", "    x = 0", "    return 1", ""]
+    found = fenced_edits.propose("def b():\n    x = 0\n    return 2\n", lines)
+    assert found is not None
+    find, replace, _ = found
+    assert (find, replace) == ("def b():\n    x = 0\n    return 1", "def b():\n    x = 0\n    return 2")
+
+
+def test_paths_are_read_from_model_text_without_scanning_twice() -> None:
+    text = "Edit `toolz/utils.py` and ./setup.py, not 3.8 or e.g. this." + " word" * 5000
+    assert fenced_edits.named_paths([text]) == ["toolz/utils.py", "setup.py"]
+
+
+def test_the_call_takes_the_nudges_names() -> None:
+    found = fenced_edits.Proposal("a.py", "x = 1", "x = 2", 3)
+    call = fenced_edits.as_call(found, ToolCall("edit_file", {"path": "", "find": "", "replace": ""}))
+    assert call.arguments == {"path": "a.py", "find": "x = 1", "replace": "x = 2"}
+
+
+def test_a_run_of_lines_the_copy_left_out_is_kept() -> None:
+    lines = [
+        "def f():",
+        '    """Doc.',
+        "",
+        "    More doc.",
+        "    Even more.",
+        "    And more.",
+        "    Last.",
+        '    """',
+        "    return 1",
+    ]
+    found = fenced_edits.propose('def f():\n    """Docs.\n    """\n    return 1\n', lines)
+    assert found is not None
+    assert found[:2] == ('    """Doc.', '    """Docs.')
+
+
+def test_a_copy_indented_by_another_amount_keeps_the_files_indentation() -> None:
+    lines = [
+        "setup(name='x',",
+        "      version='1',",
+        "      python_requires='>=3.8',",
+        "      zip_safe=False)",
+    ]
+    body = "setup(name='x',\n       version='1',\n       python_requires='>=3.9',\n       zip_safe=False)\n"
+    found = fenced_edits.propose(body, lines)
+    assert found is not None
+    assert found[:2] == ("      python_requires='>=3.8',", "      python_requires='>=3.9',")
+
+
+def test_a_note_on_the_change_at_a_lines_end_is_not_written() -> None:
+    lines = ["import os", "", "PORT = 8080  # the port", "HOST = 'h'"]
+    found = fenced_edits.propose("import os\n\nPORT = 9090  # Changed from 8080 to 9090\nHOST = 'h'\n", lines)
+    assert found is not None
+    assert found[:2] == ("PORT = 8080  # the port", "PORT = 9090")

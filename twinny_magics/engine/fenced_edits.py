@@ -1,0 +1,299 @@
+"""Edits that finish: a fenced block written as the changed version of a file, read as the edit it proposes.
+
+Asked for a change, a small model often prints the changed code (a function, or the whole updated file) in
+a ```` ```python ```` fence instead of calling the edit tool, and prints it again when nudged. When a reply
+to a request for a change makes no call and no edit was made yet, each fence is compared, line by line,
+with the files the reply could mean (paths named in the reply, the question, the calls and results of this
+reply, the head start): where most of the fence's lines are found in one file, in order and close
+together, the lines that differ are the change, and it becomes one find/replace call of the edit tool —
+the call the edit nudge asks for, run through the same tool, checks and approval as a call the model
+writes (a made-up fence can propose only what the model could have called; it approves nothing).
+
+The fence and the paths are model text: the files are read through the toolset's own path checks and deny
+list (:class:`~.citations.ReadsCitedLines`; a path outside the workspace or a denied file is never read),
+a fence over :data:`MAX_FENCE_CHARS` or a file over :data:`MAX_FILE_LINES` is not compared, and a fence
+that would delete much more than it writes (an abbreviated copy: ``# ... rest unchanged``) proposes
+nothing. Pure but for the reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import Match, SequenceMatcher
+
+from twinny_magics import protocol
+from twinny_magics.conversation import Message, ToolCall
+from twinny_magics.errors import WorkspaceError
+from twinny_magics.notes import edit_first_prompt
+
+from .citations import ReadsCitedLines
+
+#: Fences compared in one reply, and the longest one compared.
+MAX_FENCES = 4
+MAX_FENCE_CHARS = 20_000
+#: Files a reply's fences are compared with, and the longest file read for it.
+MAX_CANDIDATES = 8
+MAX_FILE_LINES = 3_000
+#: Lines of a fence (not blank) that must be found unchanged in the file, and the share of them.
+MIN_ANCHORS = 2
+MIN_SHARE = 0.5
+#: Lines (not blank) missing from a copy in one run: taken as left out, not as deleted.
+LEFT_OUT = 4
+
+_OPEN = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[^\n`]*$", re.M)
+#: A path as a reply or a result names one (cut out by a token first, so the scan stays linear).
+_TOKEN = re.compile(r"(?<![\w./-])[\w-]{0,200}[./][\w./-]{0,300}(?![\w./-])")
+_PATH = re.compile(r"(?:[\w.-]+/)*[\w.-]*\w\.[A-Za-z]\w{1,7}")
+#: A line that stands for lines left out ("...", "# ... unchanged", "# rest of the file").
+_ELISION = re.compile(
+    r"^\s*(?:#|//)?\s*(?:\.\.\.|…)\s*$|^\s*(?:#|//).*(?:\.\.\.|…|unchanged|rest of|existing code|same as)",
+    re.I,
+)
+#: A note on the change at a changed line's end (``  # changed from 128``, ``// updated``).
+_CHANGE_NOTE = re.compile(
+    r"[ \t]+(?:#|//)[ \t]*(?:changed|updated|added|modified|fixed|new|was|now|from)\b[^'\"\n]*$", re.I
+)
+#: Fences in a language that is not a file's text (a shell session, a tool call of the protocol's).
+_NOT_FILE_TEXT = frozenset({"tool", "bash", "sh", "shell", "console", "json-tool", "diff", "patch", "text"})
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One find/replace the fence proposes for ``path`` (``anchors``: its lines found unchanged)."""
+
+    path: str
+    find: str
+    replace: str
+    anchors: int
+
+
+def fences(text: str) -> list[str]:
+    """The bodies of the reply's fenced blocks in a file's language, at most :data:`MAX_FENCES`; a fence
+    longer than :data:`MAX_FENCE_CHARS` is skipped (never compared)."""
+    out: list[str] = []
+    pos = 0
+    while len(out) < MAX_FENCES:
+        match = _OPEN.search(text, pos)
+        if match is None:
+            break
+        start = match.end() + 1
+        end = text.find("```", start)
+        if end < 0:
+            break
+        pos = end + 3
+        body = text[start:end]
+        if match.group(1).lower() in _NOT_FILE_TEXT or len(body) > MAX_FENCE_CHARS:
+            continue
+        out.append(body)
+    return out
+
+
+def named_paths(texts: Sequence[str]) -> list[str]:
+    """Paths named in ``texts``, in order, without repeats (model text: checked only when read)."""
+    found: list[str] = []
+    for text in texts:
+        for token in _TOKEN.findall(text):
+            path = token.strip("./") if token.startswith("./") else token.rstrip(".")
+            if _PATH.fullmatch(path) and path not in found:
+                found.append(path)
+    return found
+
+
+def propose(fence: str, lines: Sequence[str]) -> tuple[str, str, int] | None:
+    """The find/replace that makes ``lines`` (a file) what ``fence`` shows, and its anchors; None when
+    the fence is not a changed version of a part of the file (too few of its lines there, scattered,
+    no change, several parts changed between left-out lines, or mostly deletion)."""
+    segments = _segments(fence.splitlines())
+    found = [p for p in (_one(segment, lines) for segment in segments) if p is not None]
+    changed = [p for p in found if p[0] != p[1]]
+    if len(changed) != 1:
+        return None
+    return changed[0]
+
+
+def _segments(fence: list[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for line in fence:
+        if _ELISION.search(line):
+            out.append([])
+        else:
+            out[-1].append(line.rstrip())
+    return [s for s in out if any(line.strip() for line in s)]
+
+
+def _one(new: list[str], lines: Sequence[str]) -> tuple[str, str, int] | None:
+    old = [line.rstrip() for line in lines]
+    # Lines are compared without their indentation (a model often shifts a copy by a space or a level);
+    # the file keeps its own lines where they match, and changed lines are shifted back as the copy was.
+    old_keys, new_keys = [line.strip() for line in old], [line.strip() for line in new]
+    matcher = SequenceMatcher(None, old_keys, new_keys, autojunk=False)
+    blocks = [b for b in matcher.get_matching_blocks() if b.size]
+    anchors = sum(1 for b in blocks for key in new_keys[b.b : b.b + b.size] if key)
+    written = sum(1 for key in new_keys if key)
+    if anchors < MIN_ANCHORS or anchors < MIN_SHARE * written:
+        return None
+    first, last = blocks[0], blocks[-1]
+    if last.a + last.size - first.a > 2 * len(new) + 10:  # scattered over the file: not one part of it
+        return None
+    # The part of the file the fence covers: from its first matched line to its last, widened by the
+    # fence's own unmatched first and last lines where they are the file's lines changed (alike).
+    a0, b0 = first.a, first.b
+    while b0 > 0 and a0 > 0 and _alike(old_keys[a0 - 1], new_keys[b0 - 1]):
+        a0, b0 = a0 - 1, b0 - 1
+    if b0 > 0 and first.a == 0 and not any(_names_a_file(line) for line in new[:b0]):
+        b0 = 0  # lines before the file's first: added at its top (not a comment naming the file)
+    a1, b1 = last.a + last.size, last.b + last.size
+    while b1 < len(new) and a1 < len(old) and _alike(old_keys[a1], new_keys[b1]):
+        a1, b1 = a1 + 1, b1 + 1
+    if b1 < len(new) and a1 == len(old):  # lines after the file's last: added at its end
+        b1 = len(new)
+    shift = _shift(old, new, blocks)
+    merged: list[str] = []
+    region = SequenceMatcher(None, old_keys[a0:a1], new_keys[b0:b1], autojunk=False)
+    for tag, i1, i2, j1, j2 in region.get_opcodes():
+        gone, come = old_keys[a0 + i1 : a0 + i2], new_keys[b0 + j1 : b0 + j2]
+        dropped = sum(1 for key in gone if key) - sum(1 for key in come if key)
+        if tag == "equal" or (not any(gone) and not any(come)) or (tag == "delete" and dropped >= LEFT_OUT):
+            merged.extend(old[a0 + i1 : a0 + i2])  # the same, only blank lines differ, or lines left out
+        elif dropped >= LEFT_OUT and all(_alike(g, c) for g, c in zip(gone, come, strict=False)):
+            # The first lines changed, the rest left out of the copy.
+            merged.extend(_indented(line, shift) for line in new[b0 + j1 : b0 + j2])
+            merged.extend(old[a0 + i1 + len(come) : a0 + i2])
+        elif dropped > max(LEFT_OUT, 2 * len(come)):  # a long part rewritten short: not clear what
+            return None
+        else:
+            merged.extend(_indented(line, shift) for line in new[b0 + j1 : b0 + j2])
+    find = old[a0:a1]
+    if find == merged:
+        return ("", "", anchors)
+    # Only the changed lines, then a line of context each side while the find is blank or not unique.
+    head = 0
+    while head < min(len(find), len(merged)) and find[head] == merged[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(find), len(merged)) - head and find[-1 - tail] == merged[-1 - tail]:
+        tail += 1
+    core_old, core_new = find[head : len(find) - tail], merged[head : len(merged) - tail]
+    if len(core_old) - len(core_new) > max(5, len(core_new)):  # mostly deletion: an abbreviated copy
+        return None
+    lo, hi = a0 + head, a1 - tail
+    whole = "\n".join(old)
+    while not ("\n".join(old[lo:hi]).strip() and whole.count("\n".join(old[lo:hi])) == 1):
+        if lo > 0:
+            lo -= 1
+        elif hi < len(old):
+            hi += 1
+        else:
+            return None
+    before, after = old[lo : a0 + head], old[a1 - tail : hi]
+    return "\n".join(old[lo:hi]), "\n".join([*before, *core_new, *after]), anchors
+
+
+def _shift(old: list[str], new: list[str], blocks: Sequence[Match]) -> int:
+    """How far the copy's lines are indented past the file's (the most common difference)."""
+    shifts = Counter(
+        _indent(new[b.b + k]) - _indent(old[b.a + k]) for b in blocks for k in range(b.size) if new[b.b + k]
+    )
+    return shifts.most_common(1)[0][0] if shifts else 0
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _indented(line: str, shift: int) -> str:
+    """A changed line of the copy at the file's indentation, without a note on the change the model put
+    after it (``  # Changed from 3.8``: said to the reader of the reply, not part of the file)."""
+    line = _CHANGE_NOTE.sub("", line)
+    if shift > 0 and line[:shift].strip() == "":
+        return line[shift:]
+    if shift < 0 and line.strip():
+        return " " * -shift + line
+    return line
+
+
+def _names_a_file(line: str) -> bool:
+    """A comment line naming a file (``# toolz/utils.py``): a label the model put on the fence."""
+    text = line.strip()
+    return text.startswith(("#", "//")) and any(_PATH.fullmatch(t) for t in _TOKEN.findall(text))
+
+
+def _alike(old: str, new: str) -> bool:
+    """Whether ``new`` reads as ``old`` changed (not a line of its own): most of it the same."""
+    if not old or not new:
+        return False
+    return SequenceMatcher(None, old, new).ratio() >= 0.6
+
+
+async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal | None:
+    """The edit the reply's fences propose to one of the files named in it or in ``context`` (the
+    question, this reply's calls and results), read through ``tools``; None when there is none, or when
+    two files fit a fence equally well."""
+    bodies = fences(text)
+    if not bodies or not isinstance(tools, ReadsCitedLines):
+        return None
+    best: Proposal | None = None
+    tied = False
+    for path in named_paths([text, *context])[:MAX_CANDIDATES]:
+        lines = await _read(tools, path)
+        if lines is None:
+            continue
+        for body in bodies:
+            found = propose(body, lines)
+            if found is None:
+                continue
+            find, replace, anchors = found
+            if best is None or anchors > best.anchors:
+                best, tied = Proposal(path, find, replace, anchors), False
+            elif anchors == best.anchors and path != best.path:
+                tied = True
+    return None if tied else best
+
+
+async def _read(tools: ReadsCitedLines, path: str) -> list[str] | None:
+    """The file's lines (the toolset's checks: outside the workspace, denied, binary: None)."""
+    if path.endswith(".ipynb"):
+        return None
+    try:
+        numbered = await asyncio.to_thread(tools.cited_lines, path, 1, MAX_FILE_LINES + 1)
+    except WorkspaceError:
+        return None
+    if len(numbered) > MAX_FILE_LINES:
+        return None
+    return [line for _, line in numbered]
+
+
+def as_call(found: Proposal, template: ToolCall) -> ToolCall:
+    """``found`` as a call of the edit tool, with the argument names ``template`` (the nudge's call)
+    uses: path, find, replace, in that order."""
+    names = list(template.arguments)
+    values = [found.path, found.find, found.replace]
+    return ToolCall(template.name, dict(zip(names, values, strict=False)), id="call_fenced_edit")
+
+
+def context_of(question: str, messages: Sequence[Message]) -> list[str]:
+    """Where a reply's fence may have come from, most likely first: the question, the paths of the calls
+    made (latest first), then the texts of the messages (results, the head start; latest first)."""
+    calls = [c.arguments_json() for m in reversed(messages) for c in m.calls]
+    texts = [m.text for m in reversed(messages) if m.role != "system"]
+    return [question, *calls, *texts]
+
+
+async def fenced_edit(
+    text: str, question: str, messages: Sequence[Message], tools: object
+) -> ToolCall | None:
+    """The call of the edit tool the reply's fences propose (see the module), or None."""
+    found = await proposal(text, context_of(question, messages), tools)
+    if found is None:
+        return None
+    return as_call(found, _template())
+
+
+def _template() -> ToolCall:
+    """The edit nudge's own call: the tool and argument names a fence's edit is called with (the engine
+    names no tool)."""
+    return protocol.parse_reply(edit_first_prompt("text")).calls[0]
