@@ -335,3 +335,73 @@ def test_servers_of_different_models_are_refused_and_a_variant_cannot_name_its_o
         run(questions(1), [Variant("v", server=one)], workspace=shop, servers=[other], progress="off")
     assert one.requests == []
     assert other.requests == []
+
+
+# -- real llama.cpp servers ------------------------------------------------------------------------------
+
+REAL_QUESTIONS = [
+    Question("Which port does app.py use?", name="port"),
+    Question("What is in app.py?", name="what"),
+    Question("Name the file here.", name="file"),
+]
+
+
+def _real(shop: Path, **where: Any) -> Results:
+    variant = Variant("v", steps=1, extra={"n_predict": 24})
+    return run(REAL_QUESTIONS, [variant], workspace=shop, progress="off", max_errors=0, **where)
+
+
+@pytest.mark.server
+def test_two_real_servers_share_the_runs_agree_with_one_and_a_killed_one_gives_its_runs_to_the_other(
+    shop: Path, llama_server: Any, disposable_llama_server: Any
+) -> None:
+    a, b = llama_server, disposable_llama_server
+    one = _real(shop, base_url=a.base_url)
+    both = _real(shop, servers=[a.base_url, b.base_url], kind="llamacpp", model="smollm2")
+    assert [r.outcome for r in both.runs] == ["ran"] * 3, [r.why for r in both.runs]
+    assert {r.server for r in both.runs} == {a.base_url, b.base_url}
+    assert [r.answer for r in both.runs] == [r.answer for r in one.runs]  # same model, seed, greedy
+
+    b.kill()
+    left = _real(shop, servers=[a.base_url, b.base_url], kind="llamacpp", model="smollm2")
+    assert [r.outcome for r in left.runs] == ["ran"] * 3, [r.why for r in left.runs]
+    assert {r.server for r in left.runs} == {a.base_url}
+    assert list(left.settings["down"]) == [b.base_url]
+    assert left.settings["moved"] >= 1
+    assert [r.answer for r in left.runs] == [r.answer for r in one.runs]
+
+
+def test_a_run_turned_away_as_busy_starts_again_later_on_a_server_that_stays_in_use(shop: Path) -> None:
+    # A LiteLLM deployment with every max_parallel_requests slot in use answers 429 (seen on the real
+    # proxy): the run is not failed, and neither is the server.
+    full = {
+        "error": {
+            "message": "litellm.RateLimitError: Deployment has all max_parallel_requests slots in use.",
+            "type": "throttling_error",
+            "code": "429",
+        }
+    }
+    busy = Llama("busy", answers={"item-01": (429, full)})
+    results = quiet(questions(3), shop, [busy.server()], concurrency=2)
+    assert [r.outcome for r in results.runs] == ["pass", "error", "pass"]  # always busy: given up
+    assert "429" in results.runs[1].why
+    assert busy.chats.count("item-01") == 1 + 5
+    assert results.settings["busy"] == 5
+
+    once = Llama("once", answers={"item-01": (429, full)})
+    original = once.__call__
+
+    def busy_once(request: httpx.Request) -> httpx.Response:
+        response = original(request)
+        if response.status_code == 429:
+            once.answers.clear()  # free again
+        return response
+
+    server = ConnectedServer(
+        ServerInfo(once.url, "llamacpp", "smol"),
+        client_factory=lambda info: httpx.AsyncClient(transport=httpx.MockTransport(busy_once)),
+    )
+    results = quiet(questions(3), shop, [server], concurrency=2)
+    assert [r.outcome for r in results.runs] == ["pass"] * 3
+    assert results.settings["busy"] == 1
+    assert results.settings["down"] == {}

@@ -135,13 +135,16 @@ def fleet_status(progress: Progress, labels: Sequence[str], started: float, now:
             parts.append(f"{label}: {state}")
     if progress.requeued:
         parts.append(f"{progress.requeued} run{'s' if progress.requeued != 1 else ''} moved")
+    if progress.busy:
+        parts.append(f"{progress.busy} turned away as busy and started again")
     return " · ".join(parts)
 
 
 def moved_and_down(progress: Progress, labels: Sequence[str]) -> dict[str, Any]:
-    """What the results keep of a fleet's run: runs moved off a failed server, and why each went down."""
+    """What the results keep of runs at once: runs moved off a failed server, why each went down, and
+    runs started again after a server turned them away as busy."""
     down = {label: c.down for label, c in zip(labels, progress.servers, strict=True) if c.down}
-    return {"moved": progress.requeued, "down": down}
+    return {"moved": progress.requeued, "down": down, "busy": progress.busy}
 
 
 def tokens_per_second(runs: Sequence[Run], seconds: float) -> float | None:

@@ -13,7 +13,9 @@ A run whose *server* failed (``run_one`` raises :class:`ServerLost`: nothing ans
 dropped mid-reply, a 5xx) is not that run's failure: while another server is up, the server is taken out
 (its seats are not used again) and the run goes back to the queue in its place, to be run again on
 another server, at most ``retries`` times. With no other server up, it is an error record, as a failure
-on a single server always was.
+on a single server always was. A run the server turned away as busy (HTTP 429: a LiteLLM deployment with
+all its ``max_parallel_requests`` in use, a rate limit) raises :class:`ServerBusy`: the server stays in
+use and the run goes back to the queue, to start again after a pause, at most ``BUSY_RETRIES`` times.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ STOP_GRACE_SECONDS = 5.0
 TICK_SECONDS = 0.2
 #: How many times a run whose server failed is run again on another server.
 RETRIES = 2
+#: How many times a run turned away as busy is started again, and the pause before each (times the try).
+BUSY_RETRIES = 5
+BUSY_PAUSE_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ class ServerLost(Exception):
     def __init__(self, record: Run) -> None:
         super().__init__(record.why)
         self.record = record
+
+
+class ServerBusy(ServerLost):
+    """Raised by ``run_one`` when the server turned the run away as busy (HTTP 429): run it again later."""
 
 
 @dataclass
@@ -79,6 +88,8 @@ class Progress:
     servers: list[ServerCount] = field(default_factory=list)
     #: Runs put back in the queue after their server failed.
     requeued: int = 0
+    #: Runs started again after a server turned them away as busy.
+    busy: int = 0
     #: Which server ran each finished run (by position).
     ran_on: dict[int, int] = field(default_factory=dict)
 
@@ -186,11 +197,13 @@ class Pool(Generic[T]):
         free = [list(range(min(n, len(self.items)))) for n in self.limits]
         queue = list(range(len(self.items)))  # positions, kept sorted: the runs start in order
         tries = [0] * len(self.items)
+        busy = [0] * len(self.items)
         where: dict[asyncio.Task[Run | ServerLost | None], tuple[int, Seat]] = {}
         while self.progress.stopped is None:
             while queue and self.progress.stopped is None and (seat := self._seat(free)) is not None:
                 position = queue.pop(0)
-                task = asyncio.create_task(self._lane(self.items[position], seat))
+                pause = BUSY_PAUSE_SECONDS * busy[position]
+                task = asyncio.create_task(self._lane(self.items[position], seat, pause))
                 where[task] = (position, seat)
                 self._tasks.add(task)
             if not where:
@@ -200,7 +213,15 @@ class Pool(Generic[T]):
                 position, seat = where.pop(task)
                 self._tasks.discard(task)
                 outcome = task.result()
-                if isinstance(outcome, ServerLost) and self._take_out(seat.server, outcome.record.why):
+                if isinstance(outcome, ServerBusy) and busy[position] < BUSY_RETRIES:
+                    busy[position] += 1
+                    bisect.insort(queue, position)
+                    free[seat.server].append(seat.slot)
+                    free[seat.server].sort()
+                    with self._lock:
+                        self.progress.busy += 1
+                    continue
+                if type(outcome) is ServerLost and self._take_out(seat.server, outcome.record.why):
                     if tries[position] < self.retries:
                         tries[position] += 1
                         bisect.insort(queue, position)
@@ -229,13 +250,15 @@ class Pool(Generic[T]):
                 counts[server].down = why.splitlines()[0][:200] if why else "failed"
         return True
 
-    async def _lane(self, item: T, seat: Seat) -> Run | ServerLost | None:
+    async def _lane(self, item: T, seat: Seat, pause: float = 0.0) -> Run | ServerLost | None:
         count = self.progress.servers[seat.server]
         with self._lock:
             self.progress.running += 1
             count.running += 1
             self.progress.most_running = max(self.progress.most_running, self.progress.running)
         try:
+            if pause:
+                await asyncio.sleep(pause)
             return await self.run_one(item, seat)
         except ServerLost as lost:
             return lost

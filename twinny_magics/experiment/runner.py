@@ -53,7 +53,7 @@ from twinny_magics.experiment.fleet import (
     moved_and_down,
     where,
 )
-from twinny_magics.experiment.parallel import Pool, Seat, ServerLost
+from twinny_magics.experiment.parallel import Pool, Seat, ServerBusy, ServerLost
 from twinny_magics.experiment.parallel import Progress as PoolProgress
 from twinny_magics.experiment.progress import Progress as Progress  # noqa: PLC0414 - cells.py names it here
 from twinny_magics.experiment.progress import ProgressLine, duration
@@ -455,8 +455,7 @@ class _Harness:
             tick(ended)
             self.results.stopped = ended.stopped
             self.results.settings["most_at_once"] = ended.most_running
-            if len(fleet) > 1:
-                self.results.settings.update(moved_and_down(ended, labels))
+            self.results.settings.update(moved_and_down(ended, labels))
             summary = fleet_status(ended, labels, started, time.monotonic(), len(todo))
         finally:
             self._end(started, len(self.results.runs) - len(kept), line, save, summary)
@@ -505,6 +504,8 @@ class _Harness:
                 record.seconds = round(time.perf_counter() - started, 3)
                 record.refused = server.refused
             judged = record if reply is None else self._judged(question, record, reply, copy)
+        if judged.outcome == "error" and server.busy:
+            raise ServerBusy(judged)  # turned away, not failed: the pool starts it again later
         if lost and server.lost is not None and judged.outcome == "error":
             judged.why = judged.why or server.lost
             raise ServerLost(judged)

@@ -62,10 +62,13 @@ class RunServer:
         #: The server's own failure during the run (nothing answered, the reply cut, a 5xx), if any: the
         #: run is then not the run's failure, and on a fleet it is run again elsewhere.
         self.lost: str | None = None
+        #: The server turned the run away as busy (HTTP 429): the run may start again later.
+        self.busy = False
 
     def _note(self, error: BaseException) -> None:
         if self.lost is None and server_failed(error):
             self.lost = f"{type(error).__name__}: {error}"
+        self.busy = self.busy or (isinstance(error, ServerError) and error.status == 429)
 
     @property
     def kind(self) -> str:
