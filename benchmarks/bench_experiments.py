@@ -1,6 +1,7 @@
-"""Experiments run at once on the embedded server's slots: runs per hour, agreement with sequential, CPU.
+"""Experiments run at once on the embedded server's slots and on two servers: runs per hour, agreement, CPU.
 
-    .venv/bin/python benchmarks/bench_experiments.py [--questions 4] [--threads 1] [--concurrency 1,2]
+    .venv/bin/python benchmarks/bench_experiments.py [--questions 4] [--threads 1] [--concurrency 2,4]
+        [--fleet 1,2] [--litellm 1,2]
 
 The same experiment (``--questions`` questions about a small workspace × two variants, greedy, seeds 0…)
 runs in these configurations, each on a fresh SmolLM2-135M llama.cpp server in a subprocess
@@ -8,7 +9,11 @@ runs in these configurations, each on a fresh SmolLM2-135M llama.cpp server in a
 
 - ``sequential``: 1 slot, one run at a time (the baseline every other configuration is compared with);
 - ``c=N``: N slots, ``run(..., concurrency=N)`` (each run pinned to a slot of its own);
-- ``c=1 on N slots``: the N-slot server, one run at a time (what the server's set-up alone changes).
+- ``c=1 on N slots``: the N-slot server, one run at a time (what the server's set-up alone changes);
+- ``2 servers × N``: two servers of N slots each, ``run(..., servers=[a, b], concurrency=N)`` (``--fleet``);
+- ``LiteLLM 2 × N``: the same two servers behind the real LiteLLM proxy as two deployments of one model
+  name (each with ``max_parallel_requests: N``), ``run(..., base_url=proxy, concurrency=2N)``
+  (``--litellm``; the proxy from ``.venv-gateway``, started offline as the gateway tests start it).
 
 Every slot has the same window (``--slot-window`` tokens; the server's ``--ctx`` is N times that), so each
 run plans for the same window whatever the configuration. For each: wall time, runs per hour, the speed-up
@@ -24,12 +29,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -135,6 +144,71 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
         process.stdout.close()
 
 
+GATEWAY = ROOT / ".venv-gateway" / "bin" / "litellm"
+GATEWAY_KEY = "sk-bench-experiments"
+
+
+def start_gateway(
+    backends: list[str], slots: int, slot_window: int, folder: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The LiteLLM proxy routing one model name, ``smollm2``, to every backend (one deployment each)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    deployments = [
+        {
+            "model_name": "smollm2",
+            "litellm_params": {
+                "model": "openai/smollm2",
+                "api_base": url + "/v1",
+                "api_key": "none",
+                "max_parallel_requests": slots,
+            },
+            "model_info": {"max_input_tokens": slot_window},
+        }
+        for url in backends
+    ]
+    config = {
+        "model_list": deployments,
+        "general_settings": {"master_key": GATEWAY_KEY},
+        "litellm_settings": {"telemetry": False, "num_retries": 0},
+    }
+    (folder / "litellm.yaml").write_text(json.dumps(config, indent=1))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False"}
+    command = [str(GATEWAY), "--config", str(folder / "litellm.yaml"), "--host", "127.0.0.1"]
+    with (folder / "litellm.log").open("wb") as log:
+        process = subprocess.Popen(
+            [*command, "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError((folder / "litellm.log").read_text(errors="replace")[-2000:])
+        try:
+            if httpx.get(url + "/health/liveliness", timeout=2).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    stop_gateway(process)
+    raise RuntimeError("LiteLLM did not start in 180 s")
+
+
+def stop_gateway(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 def fingerprint(record: Any) -> str:
     """What makes two replies the same: the answer text and every tool call, in order."""
     reply = record.reply
@@ -145,28 +219,45 @@ def fingerprint(record: Any) -> str:
 
 
 def measure(
-    plan: tuple[str, int, int], args: argparse.Namespace, workspace: Path, logs: Path
+    plan: tuple[str, int, int, int, str], args: argparse.Namespace, workspace: Path, logs: Path
 ) -> tuple[dict[str, Any], Results]:
-    """One configuration (name, slots, concurrency) on a fresh server: its row, and its results."""
-    name, slots, concurrency = plan
-    log = logs / f"{name.replace(' ', '_')}.log"
-    process, url = start_server(slots, args.slot_window, args.threads, log)
+    """One configuration (name, servers, slots each, concurrency, how) on fresh servers: row and results.
+
+    ``how``: ``one`` (one server, ``base_url=``), ``fleet`` (``servers=[...]``, concurrency on each), or
+    ``litellm`` (the servers behind the LiteLLM proxy, ``base_url=`` the proxy).
+    """
+    name, count, slots, concurrency, how = plan
+    started_servers = []
+    gateway: subprocess.Popen[bytes] | None = None
     try:
+        for number in range(count):
+            log = logs / f"{name.replace(' ', '_')}-{number}.log"
+            started_servers.append(start_server(slots, args.slot_window, args.threads, log))
+        urls = [url for _, url in started_servers]
+        where: dict[str, Any] = {"base_url": urls[0]}
+        if how == "fleet":
+            where = {"servers": urls}
+        elif how == "litellm":
+            gateway, proxy = start_gateway(urls, slots, args.slot_window, logs)
+            where = {"base_url": proxy, "kind": "litellm", "model": "smollm2", "api_key": GATEWAY_KEY}
         cpu = time.process_time()
         started = time.perf_counter()
         results = run(
             QUESTIONS[: args.questions],
             VARIANTS,
             workspace=workspace,
-            base_url=url,
             progress="off",
             concurrency=concurrency,
             max_errors=0,
+            **where,
         )
         wall = time.perf_counter() - started
         cpu = time.process_time() - cpu
     finally:
-        stop_server(process)
+        if gateway is not None:
+            stop_gateway(gateway)
+        for process, _ in started_servers:
+            stop_server(process)
     runs = results.runs
     generated = sum(r.generated_tokens for r in runs)
     # What the server had to read afresh: the prompt less what its cache held (the run's own earlier steps).
@@ -175,6 +266,8 @@ def measure(
     )
     row = {
         "name": name,
+        "servers": count,
+        "via": how,
         "slots": slots,
         "concurrency": concurrency,
         "most_at_once": results.settings.get("most_at_once", 1),
@@ -189,6 +282,11 @@ def measure(
         "generated_tokens": generated,
         "generated_per_second": round(generated / wall, 1),
         "runner_cpu_ms_per_run": round(cpu / len(runs) * 1000, 1),
+        "turned_away_busy": results.settings.get("busy", 0),
+        "moved": results.settings.get("moved", 0),
+        "runs_by_server": {
+            label: sum(r.server == label for r in runs) for label in sorted({r.server for r in runs})
+        },
     }
     return row, results
 
@@ -199,8 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="the server's CPU threads")
     parser.add_argument("--slot-window", type=int, default=2048, help="each slot's window in tokens")
     parser.add_argument("--concurrency", default="2", help="the concurrencies to try beside sequential: 2,4")
+    parser.add_argument("--fleet", default="", help="slots on each of two servers (servers=[...]): 1,2")
+    parser.add_argument("--litellm", default="", help="slots on each of two servers behind LiteLLM: 1,2")
+    parser.add_argument("--no-store", action="store_true", help=f"print only; do not write {RESULTS.name}")
     args = parser.parse_args(argv)
     levels = [int(n) for n in args.concurrency.split(",") if n.strip()]
+    fleet = [int(n) for n in args.fleet.split(",") if n.strip()]
+    behind = [int(n) for n in args.litellm.split(",") if n.strip()]
     rows: list[dict[str, Any]] = []
     base: Results | None = None
     with tempfile.TemporaryDirectory(prefix="bench-experiments-") as folder:
@@ -209,9 +312,11 @@ def main(argv: list[str] | None = None) -> int:
         for path, text in WORKSPACE.items():
             (workspace / path).write_text(text)
         logs = Path(folder)
-        plan = [("sequential", 1, 1)]
+        plan = [("sequential", 1, 1, 1, "one")]
         for n in levels:
-            plan += [(f"c={n}", n, n), (f"c=1 on {n} slots", n, 1)]
+            plan += [(f"c={n}", 1, n, n, "one"), (f"c=1 on {n} slots", 1, n, 1, "one")]
+        plan += [(f"2 servers x {n}", 2, n, n, "fleet") for n in fleet]
+        plan += [(f"LiteLLM 2 x {n}", 2, n, 2 * n, "litellm") for n in behind]
         for step in plan:
             row, results = measure(step, args, workspace, logs)
             if base is None:
@@ -255,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             "GPU) applied to the tokens the sequential runs read and generated; key: sequences at once."
         ),
     }
+    if args.no_store:
+        return 0
     RESULTS.write_text(json.dumps(report, indent=1) + "\n")
     print(f"\nGPU estimate (runs per hour by sequences at once): {report['gpu_estimate_runs_per_hour']}")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
