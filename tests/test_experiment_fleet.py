@@ -405,3 +405,24 @@ def test_a_run_turned_away_as_busy_starts_again_later_on_a_server_that_stays_in_
     assert [r.outcome for r in results.runs] == ["pass"] * 3
     assert results.settings["busy"] == 1
     assert results.settings["down"] == {}
+
+
+# -- the compare line ------------------------------------------------------------------------------------
+
+
+def test_the_compare_line_spreads_its_runs_over_the_servers_it_names(shop: Path) -> None:
+    from fixtures_servers import free_port
+
+    from twinny_magics.experiment.cells import compare, parse_line
+
+    urls = [f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"]  # nothing listens
+    args = parse_line(f"--b 'steps=1' --servers {','.join(urls)} --kind llamacpp --model m --concurrency 2")
+    assert args.servers == urls
+    session = {"base_url": "http://127.0.0.1:1", "server": None, "workspace": str(shop)}
+    results = compare(args, questions(1), base=session, namespace=None, progress="off")
+    assert [s["label"] for s in results.settings["servers"]] == urls
+    assert [s["at_once"] for s in results.settings["servers"]] == [2, 2]
+    assert [r.outcome for r in results.runs] == ["error", "error"]  # nothing answered at either
+    assert parse_line("--b 'steps=1'").servers is None
+    with pytest.raises(ValueError, match="server addresses"):
+        parse_line("--b 'steps=1' --servers ,")

@@ -100,7 +100,8 @@ HELP = """Ask the coding agent: the cell is the question, the notebook's folder 
                     notebook's variables: --b 'closing_prompt=short, mode=text'. Also
                     --questions FILE, --repeat N, --seed S, --temperature T (default 0),
                     --save FILE, --resume FILE, --concurrency N (runs at once; auto: the
-                    server's slots), and --server/--model/--kind/--window/--steps/
+                    server's slots), --servers URL,URL (runs spread over several servers of one
+                    model), and --server/--model/--kind/--window/--steps/
                     --mode/--grammar/--workspace for both. See twinny_magics.experiment.
 
 Defaults for every option: %config TwinnyMagics.<option> = value, for

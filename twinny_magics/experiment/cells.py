@@ -26,8 +26,8 @@ from twinny_magics.options import add_flag, option
 
 if TYPE_CHECKING:
     from twinny_magics.agent import Agent
+    from twinny_magics.experiment.progress import Progress
     from twinny_magics.experiment.results import Results
-    from twinny_magics.experiment.runner import Progress
 
 #: `` :: `` between a question and its patterns (``std::vector``, with no spaces, is not one).
 _SEPARATOR = re.compile(r"\s::(?:\s|$)")
@@ -93,6 +93,12 @@ def _parser(prog: str, magic: bool) -> argparse.ArgumentParser:
         metavar="N",
         help="runs at once (default 1; auto: as many as the server has slots)",
     )
+    parser.add_argument(
+        "--servers",
+        type=_servers,
+        metavar="URL,URL",
+        help="several servers of one model: the runs are spread over them (--concurrency on each)",
+    )
     parser.add_argument("--save", metavar="FILE", help="save the results as JSON")
     parser.add_argument("--resume", metavar="FILE", help="keep the runs saved in FILE and run the rest")
     for name in ("server", *SHARED, "workspace"):
@@ -111,6 +117,14 @@ def _concurrency(text: str) -> int | str:
     if not (digits.isascii() and digits.isdigit() and len(digits) <= 6) or int(digits) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a number of runs at once (1 or more) or auto")
     return int(digits)
+
+
+def _servers(text: str) -> list[str]:
+    """``--servers``' value: addresses, comma-separated."""
+    urls = [url.strip() for url in text.split(",") if url.strip()]
+    if not urls:
+        raise argparse.ArgumentTypeError(f"{text!r}: give server addresses, comma-separated")
+    return urls
 
 
 def parse_line(line: str, prog: str = "%%agent compare") -> argparse.Namespace:
@@ -183,6 +197,9 @@ def compare(
     if args.server:
         options.pop("server", None)
         options["base_url"] = args.server
+    if args.servers:  # the fleet replaces the session's server
+        options.pop("server", None)
+        options.pop("base_url", None)
     given = vars(args)
     options.update({name: given[name] for name in SHARED if given[name] is not None})
     options["temperature"] = args.temperature if args.temperature is not None else 0.0
@@ -205,6 +222,7 @@ def compare(
         save=args.save,
         progress=progress,
         concurrency=args.concurrency,
+        servers=args.servers,
         **options,
     )
 

@@ -55,8 +55,7 @@ from twinny_magics.experiment.fleet import (
 )
 from twinny_magics.experiment.parallel import Pool, Seat, ServerBusy, ServerLost
 from twinny_magics.experiment.parallel import Progress as PoolProgress
-from twinny_magics.experiment.progress import Progress as Progress  # noqa: PLC0414 - cells.py names it here
-from twinny_magics.experiment.progress import ProgressLine, duration
+from twinny_magics.experiment.progress import Progress, ProgressLine, duration
 from twinny_magics.experiment.records import Run
 from twinny_magics.experiment.results import Results
 from twinny_magics.experiment.serving import RunServer, seeded
