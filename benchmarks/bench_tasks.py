@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/bench_tasks.py --gguf qwen2.5-coder-1.5b-q4.gguf --window 4096
     .venv/bin/python benchmarks/bench_tasks.py --server http://127.0.0.1:11434 --model qwen2.5-coder:1.5b
     .venv/bin/python benchmarks/bench_tasks.py --tasks locate,edit --configs defaults,naive --resume
+    .venv/bin/python benchmarks/bench_tasks.py --server http://a:8080 --server http://b:8080 --concurrency 2
 
 The workspace is toolz 1.0.0's source and a notebook (``tasks_toolz.py`` says why and how tasks are
 judged); each task × configuration runs through :mod:`twinny_magics.experiment` — a fresh session on a
@@ -49,7 +50,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -323,11 +324,12 @@ def serving(args: argparse.Namespace) -> Iterator[tuple[dict[str, Any], str]]:
     """The experiment's server options and the model's name; a server this started is stopped after."""
     if args.server:
         # The window is asked of the server; --window caps it (and is Ollama's num_ctx, sent with every
-        # request, the naive loop's too).
-        options = {"base_url": args.server, "model": args.model, "kind": args.kind, "window": args.window}
+        # request, the naive loop's too). Several --server: the runs are spread over them.
+        where = {"base_url": args.server[0]} if len(args.server) == 1 else {"servers": args.server}
+        options = {**where, "model": args.model, "kind": args.kind, "window": args.window}
         if args.api_key:
             options["api_key"] = args.api_key
-        yield {k: v for k, v in options.items() if v is not None}, args.model or args.server
+        yield {k: v for k, v in options.items() if v is not None}, args.model or args.server[0]
     elif args.gguf:
         window = args.window or DEFAULT_WINDOW
         with gguf_server(Path(args.gguf), window, args.threads) as (url, alias):
@@ -434,8 +436,10 @@ def bench(
     seed: int = SEED,
     resume: bool = False,
     resume_stale: bool = False,
+    concurrency: int | Literal["auto"] = 1,
 ) -> Results:
-    """Every task under every configuration: the experiment's results, saved to ``record`` as they grow."""
+    """Every task under every configuration: the experiment's results, saved to ``record`` as they grow
+    (``concurrency`` runs at once, on each server, as ``run()`` takes it)."""
     fingerprint = package_fingerprint()
     earlier: Results | None = None
     if resume and record.exists():
@@ -462,6 +466,7 @@ def bench(
             progress="text",
             steps=steps,
             commands="off",
+            concurrency=concurrency,
             **server_options,
         )
     except ValueError as error:
@@ -876,7 +881,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="one task of each kind (9), the --tasks default")
     p.add_argument("--tasks", help="task names or kinds, comma-separated (default: all, or the quick set)")
     p.add_argument("--configs", help=f"configurations, comma-separated (default: {','.join(CONFIGS)})")
-    p.add_argument("--server", metavar="URL", help="a model server (default: the embedded SmolLM2)")
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        action="append",
+        help="a model server (default: the embedded SmolLM2); more than once: the runs spread over them",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=lambda text: "auto" if text == "auto" else int(text),
+        default=1,
+        help="runs at once on each server (default 1; auto: as many as each server says it takes)",
+    )
     p.add_argument("--model", help="the model at --server")
     p.add_argument("--kind", help="the server's kind (ollama, llamacpp, lmstudio, …); found out if not given")
     p.add_argument("--api-key", dest="api_key", help="sent as a Bearer token to --server")
@@ -941,6 +957,8 @@ def bench_from_args(args: argparse.Namespace) -> dict[str, Any]:
         text = overview(stored_codebase_runs(model, args.window or DEFAULT_WINDOW))
         print(text or "No code-base runs stored for that model and window.")
         return {}
+    if args.session and (args.concurrency != 1 or len(args.server or []) > 1):
+        raise SystemExit("--session asks one question after another on one server: no --concurrency there.")
     if args.codebase or args.split or args.session:
         return bench_codebases(args)
     started = time.perf_counter()
@@ -977,6 +995,7 @@ def bench_from_args(args: argparse.Namespace) -> dict[str, Any]:
                 seed=args.seed,
                 resume=args.resume,
                 resume_stale=args.resume_stale,
+                concurrency=args.concurrency,
             )
     summary = summarise(results, tasks, configs)
     server = next(iter(results.servers.values()), {})
@@ -1079,6 +1098,7 @@ def bench_codebases(args: argparse.Namespace) -> dict[str, Any]:
                 file=sys.stderr,
             )
             runner = session if args.session else bench
+            at_once = {} if args.session else {"concurrency": args.concurrency}
             results = runner(
                 tasks,
                 configs,
@@ -1089,6 +1109,7 @@ def bench_codebases(args: argparse.Namespace) -> dict[str, Any]:
                 seed=args.seed,
                 resume=args.resume,
                 resume_stale=args.resume_stale,
+                **at_once,
             )
             summary = summarise(results, tasks, configs)
             server = next(iter(results.servers.values()), {})
