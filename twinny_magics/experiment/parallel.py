@@ -239,6 +239,10 @@ class Pool(Generic[T]):
             self.stop("no server left")
         if where:  # stopped: the runs under way were cancelled; wait for them to wind down
             await asyncio.wait(where)
+            for task, (position, seat) in sorted(where.items(), key=lambda item: item[1][0]):
+                outcome = task.result()
+                if isinstance(outcome, Run):  # one that ended before the cancel reached it is kept
+                    self._finished(position, outcome, seat.server)
 
     def _take_out(self, server: int, why: str) -> bool:
         """Take ``server`` out if another is still in use (its runs go elsewhere); False if none is."""
