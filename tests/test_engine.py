@@ -247,6 +247,7 @@ ORDER = (
     "calls",
     "citations",
     "fenced_edits",
+    "grounding",
     "run",
 )
 #: What the engine never imports: its caller, and the layers above the loop.

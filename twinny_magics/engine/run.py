@@ -52,6 +52,8 @@ from .calls import Calls, offers_the_nudged_edit
 from .citations import check as check_cited
 from .citations import correction as cited_correction
 from .fenced_edits import fenced_edit
+from .grounding import correction as quote_correction
+from .grounding import ungrounded
 from .meter import Meter, Weighed, reuses_cache
 from .offer import Offer
 from .question import Question
@@ -123,6 +125,8 @@ class Run:
         self.native_reply = False
         #: Edits read from fences of changed code in this reply (at most two).
         self.fenced = 0
+        #: An answer quoting a string no file has is sent back once.
+        self.quoted = False
 
     async def run(self, history: Sequence[Message], notes: str = "") -> Reply:
         """Run the reply to the question (after ``history``; ``notes`` go after it as a tool result)."""
@@ -318,6 +322,8 @@ class Run:
             reply.text = text.strip()
             if await self._check_citations(record, last=False):
                 return False
+            if await self._check_quotes(record):
+                return False
             reply.stopped = "answer"
             return True
         self.messages = [*self.messages, *await self.calls.run(record, text, calls, plan, self.messages)]
@@ -365,6 +371,27 @@ class Run:
             tool_result(ToolResult(call, said, self.number)),
         ]
         record.problems = ["a cited line does not hold what the answer says: told what the lines say"]
+        reply.text, reply.citations = "", []
+        return True
+
+    async def _check_quotes(self, record: Step) -> bool:
+        """An answer that quotes a string as from the code which no file has goes back once to look it
+        up (``grounding``). Whether it went back."""
+        reply, question = self.reply, self.question
+        if (
+            self.quoted
+            or not question.about_workspace
+            or question.asks_change
+            or reply.text.startswith(NO_ANSWER)
+        ):
+            return False
+        missing = await ungrounded(reply.text, question.text, self.messages, self.tools)
+        if not missing:
+            return False
+        self.quoted = True
+        told = quote_correction(missing, self.offer.mode)
+        self.messages = [*self.messages, assistant(reply.text), user(told)]
+        record.problems = ["quoted a string that no file has: told to look it up"]
         reply.text, reply.citations = "", []
         return True
 

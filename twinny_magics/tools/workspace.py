@@ -27,7 +27,7 @@ from twinny_magics.contracts import Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
-from twinny_magics.tools import commands, files
+from twinny_magics.tools import commands, files, grep
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.paths import Confinement, shown
@@ -318,6 +318,11 @@ class Workspace:
             raise WorkspaceError('search needs words, e.g. {"words": "merge dicts"}.')
         chunks = self.index.search(words, SEARCH_CHUNKS)
         return retrieval.search_text(words, chunks, SEARCH_CHARS, len(self.index.last.files))
+
+    def finds_text(self, pattern: str) -> bool:
+        """Whether a file the tools may read has a line matching ``pattern``: grep over the workspace, its
+        limits and deny list, secrets masked. Checks a string an answer quotes from the code. Blocking."""
+        return not grep.grep(self._conf, self.limits, pattern, None).startswith("No matches")
 
     def cited_lines(self, path: str, first: int, last: int) -> list[tuple[int, str]]:
         """Lines ``first``..``last`` of a file the tools may read, numbered as read_file numbers them (a
