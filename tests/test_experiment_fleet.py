@@ -426,3 +426,28 @@ def test_the_compare_line_spreads_its_runs_over_the_servers_it_names(shop: Path)
     assert parse_line("--b 'steps=1'").servers is None
     with pytest.raises(ValueError, match="server addresses"):
         parse_line("--b 'steps=1' --servers ,")
+
+
+def test_auto_on_a_fleet_asks_each_server_and_hostile_answers_stay_bounded() -> None:
+    from twinny_magics.experiment.fleet import members
+    from twinny_magics.experiment.slots import MAX_SLOTS
+
+    answers = {
+        "huge.test": ('{"total_slots": 1000000000}', "[]"),  # absurd: capped
+        "garbage.test": ("{not json", "<html>"),  # says nothing: one
+        "four.test": ('{"total_slots": 4}', json.dumps([{"id": i} for i in range(4)])),
+    }
+
+    def route(request: httpx.Request) -> httpx.Response:
+        props, slots = answers[request.url.host]
+        body = props if request.url.path == "/props" else slots
+        return httpx.Response(200, content=body.encode())
+
+    fleet = [ConnectedServer(ServerInfo(f"http://{host}:8080", "llamacpp", "smol")) for host in answers]
+    with httpx.Client(transport=httpx.MockTransport(route)) as client:
+        found = members(fleet, "auto", client)
+        fixed = members(fleet, 2, client)
+    assert [m.at_once for m in found] == [MAX_SLOTS, 1, 4]
+    assert [m.pinned for m in found] == [True, False, True]  # 1 at once: nothing to pin
+    assert [m.at_once for m in fixed] == [2, 2, 2]
+    assert [m.pinned for m in fixed] == [False, False, True]

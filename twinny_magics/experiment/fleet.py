@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import httpx
+
 from twinny_magics.contracts import Addressed, ModelServer
 
 if TYPE_CHECKING:
@@ -105,13 +107,15 @@ def connect_fleet(given: Sequence[Any], common: Mapping[str, Any]) -> list[Model
     return fleet
 
 
-def members(fleet: Sequence[ModelServer], concurrency: int | Literal["auto"]) -> list[Member]:
+def members(
+    fleet: Sequence[ModelServer], concurrency: int | Literal["auto"], client: httpx.Client | None = None
+) -> list[Member]:
     """The fleet with each server's runs at once: ``concurrency``, or its own slots for ``"auto"``."""
     from twinny_magics.experiment.slots import server_slots  # noqa: PLC0415 - asks the servers
 
     out = []
     for number, server in enumerate(fleet, 1):
-        slots = server_slots(server) if concurrency == "auto" or concurrency > 1 else 1
+        slots = server_slots(server, client) if concurrency == "auto" or concurrency > 1 else 1
         at_once = slots if concurrency == "auto" else concurrency
         label = where(server) or f"server {number}"
         # Pinned only on llama.cpp that said it has a slot for every run under way there.
