@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import importlib
 import random
 import socket
 import threading
@@ -755,3 +756,150 @@ def test_agent_models_and_agent_pull_in_the_magic(fake_hub: FakeHub, agent_shell
         agent_shell.run_line_magic("agent", "pull qwen2.5-coder-1.5")
     with pytest.raises(UsageError, match=r"models \[FOLDER…\], pull NAME"):
         agent_shell.run_line_magic("agent", "no-such-command")
+
+
+# -- --model NAME with no server, and the default that says what it is --------------------------------
+
+
+def connecting() -> Any:
+    """The module ``twinny_magics.servers.connect`` (the package's ``connect`` is its function)."""
+    return importlib.import_module("twinny_magics.servers.connect")
+
+
+@pytest.fixture
+def no_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No server answers in the usual places (another process's server on a usual port is not asked),
+    the default model's notice not said yet in this process, and no embedded server left running. The
+    magic's workspace (the current folder) is an empty one, so a reply reads nothing."""
+    from twinny_magics.models.advice import forget_told
+    from twinny_magics.servers.embedded import stop_embedded
+
+    monkeypatch.setattr(connecting(), "discover", lambda: None)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    forget_told()
+    yield
+    forget_told()
+    stop_embedded()
+
+
+def served_file(agent: Any) -> Path:
+    """The GGUF file the session's embedded server loaded."""
+    return agent.server.embedded.gguf_path  # type: ignore[no-any-return]
+
+
+@pytest.mark.server
+def test_agent_model_name_with_no_server_loads_the_pulled_file_through_the_magic(
+    gguf_hub: FakeHub, agent_shell: InteractiveShell, no_server: None
+) -> None:
+    pulled = models.pull(NAME)
+    with capture_output() as out:
+        agent_shell.run_cell_magic("agent", f"--model {NAME} --steps 1 --window 2048 --quiet", "Say hello.")
+    session = agent_shell.run_line_magic("agent", "")
+    assert served_file(session) == pulled.path
+    assert session.server.embedded.n_ctx == 2048  # --window wins over the catalog's
+    # The embedded server's own name for what it serves, not the name typed.
+    assert session.server.model == find(NAME).filename.removesuffix(".gguf")
+    reply = session.replies[-1]
+    assert reply.stopped != "error", out.stdout
+    assert reply.requests[-1].prompt_tokens  # the server counted the request: it answered
+    assert reply.text.strip()
+    assert not [n for n in reply.notices if n.kind == "model"]  # a model was asked for: no advice
+
+
+@pytest.mark.server
+def test_a_gguf_path_on_the_magic_line_is_loaded_without_looking_for_servers(
+    agent_shell: InteractiveShell, no_server: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def looked() -> None:
+        raise AssertionError("a GGUF path needs no server to be looked for")
+
+    monkeypatch.setattr(connecting(), "discover", looked)
+    local = tmp_path / "my-model.gguf"
+    local.symlink_to(smollm2_path())
+    with capture_output():
+        agent_shell.run_cell_magic("agent", f"--model {local} --steps 1 --window 2048 --quiet", "Say hello.")
+    session = agent_shell.run_line_magic("agent", "")
+    assert served_file(session) == local
+    assert session.server.embedded.n_ctx == 2048
+    assert session.replies[-1].requests[-1].prompt_tokens
+
+
+@pytest.mark.parametrize(
+    ("typed", "nearest"),
+    [("qwen2.5-coder-1.5", "qwen2.5-coder-1.5b"), ("qwen-coder-3b", "qwen2.5-coder-3b")],
+)
+def test_a_model_name_not_in_the_catalog_nor_on_disk_is_one_line_naming_the_nearest_and_the_pull(
+    agent_shell: InteractiveShell, no_server: None, typed: str, nearest: str
+) -> None:
+    from twinny_magics.servers.embedded import _servers
+
+    with capture_output() as out:
+        agent_shell.run_cell_magic("agent", f"--model {typed} --steps 1", "Say hello.")
+    shown = [line for line in out.stdout.splitlines() if "did you mean" in line]
+    assert len(shown) == 1, out.stdout
+    assert f"did you mean {nearest}" in shown[0]
+    assert f"`%agent pull {nearest}`" in shown[0]
+    assert "Traceback" not in out.stdout
+    assert not _servers  # nothing was loaded
+
+
+def test_a_hostile_model_name_is_quoted_short_on_one_line(no_server: None) -> None:
+    from twinny_magics import Agent
+
+    typed = "x\n" * 200 + "<script>alert(1)</script>"
+    with pytest.raises(UnknownModel) as raised:
+        Agent(model=typed).run("hi")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert len(message) < 400
+    assert "%agent pull" in message
+
+
+#: One request with a short reply: what is tested is which model answered, not what it said.
+SHORT: dict[str, Any] = {"steps": 1, "extra": {"max_tokens": 8}}
+
+
+def model_notices(reply: Any) -> list[str]:
+    return [notice.text for notice in reply.notices if notice.kind == "model"]
+
+
+@pytest.mark.server
+def test_the_default_smollm2_says_once_a_process_that_it_rarely_answers_and_the_one_command(
+    fake_hub: FakeHub, no_server: None, tmp_path: Path
+) -> None:
+    from twinny_magics import Agent
+
+    agent = Agent(workspace=tmp_path, **SHORT)
+    first = agent.run("Say hello.")
+    assert served_file(agent) == smollm2_path()
+    [said] = model_notices(first)
+    assert "rarely answers" in said
+    assert "`%agent pull qwen2.5-coder-1.5b`" in said
+    assert "--server URL" in said
+    assert model_notices(agent.run("Say hello again.")) == []  # once
+    assert model_notices(Agent(workspace=tmp_path, **SHORT).run("Say hello.")) == []  # once a process
+
+
+@pytest.mark.server
+def test_the_notice_is_not_said_when_a_model_is_configured(no_server: None, tmp_path: Path) -> None:
+    from twinny_magics import Agent
+
+    agent = Agent(model=str(smollm2_path()), workspace=tmp_path, **SHORT)
+    assert model_notices(agent.run("Say hello.")) == []
+    assert served_file(agent) == smollm2_path()
+
+
+@pytest.mark.server
+def test_with_nothing_configured_a_pulled_catalog_model_is_used_and_nothing_is_said(
+    gguf_hub: FakeHub, no_server: None, tmp_path: Path
+) -> None:
+    from twinny_magics import Agent
+
+    pulled = models.pull(NAME)
+    agent = Agent(workspace=tmp_path, **SHORT)
+    reply = agent.run("Say hello.")
+    assert served_file(agent) == pulled.path  # the best on disk, not SmolLM2
+    assert agent.server.embedded.n_ctx == find(NAME).window  # type: ignore[union-attr]
+    assert model_notices(reply) == []
+    assert reply.requests[-1].prompt_tokens

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .budget import MAX_RATIO, MIN_RATIO, ContextPlan, TokenEstimator, plan_context
-from .contracts import Addressed, EventSink, MaybeEmbedded, ModelServer, PendingChange, Toolset
+from .contracts import Addressed, EventSink, MaybeEmbedded, ModelServer, Named, PendingChange, Toolset
 from .conversation import Message, assistant, user
 from .events import Notice, Reply, ReplyFinished
 from .loop import Loop
@@ -41,6 +41,14 @@ HISTORY_TURNS = 3
 HISTORY_ANSWER_CHARS = 1500
 #: How long an interrupted reply may take to wind down before ``run`` gives up waiting for it.
 STOP_GRACE_SECONDS = 2.0
+
+
+def _embedded_model(model: str | None) -> tuple[Path, int | None] | None:
+    """What the embedded server loads when no server answers: ``model`` (a catalog name or a GGUF path),
+    else the best catalog model on disk, else None (its default, SmolLM2). See docs/models.md."""
+    from .models import for_embedded  # noqa: PLC0415 - the hub library loads only when it is needed
+
+    return for_embedded(model)
 
 
 def _mark_stopped(reply: Reply) -> None:
@@ -126,6 +134,9 @@ class Agent:
 
     #: Where a session made by :meth:`load` came from, and what its loading had to say (else None).
     restored: Restored | None = None
+    #: Whether the server is the one chosen with nothing configured (no server given or named, no model):
+    #: only that one says the default model's notice.
+    _chose_default = False
 
     def __init__(
         self,
@@ -420,9 +431,17 @@ class Agent:
             # Imported on first use: httpx and the adapters are not needed to load the extension.
             from .servers import connect  # noqa: PLC0415
 
+            model = s.model
             self._server = connect(
-                s.base_url, model=s.model, kind=s.kind, api_key=s.api_key, window=s.window, timeout=s.timeout
+                s.base_url,
+                model=model,
+                kind=s.kind,
+                api_key=s.api_key,
+                window=s.window,
+                timeout=s.timeout,
+                local=lambda: _embedded_model(model),
             )
+            self._chose_default = s.base_url is None and model is None
         if self._tools is None:
             self._tools = Workspace(
                 self.workspace,
@@ -459,6 +478,10 @@ class Agent:
         emit = on_event or (lambda event: None)
         question = reply.question
         loop = self._build_loop()
+        told = self._default_model_notice()
+        if told is not None:
+            reply.notices.append(told)
+            emit(told)
         notes = self.notes
         started = time.monotonic()
         try:
@@ -472,6 +495,21 @@ class Agent:
             reply.seconds = time.monotonic() - started
             self._record(reply)
         return reply
+
+    def _default_model_notice(self) -> Notice | None:
+        """Once a process, on the default SmolLM2 (nothing configured): that it rarely answers, and the one
+        command that gets a model that does (see docs/models.md)."""
+        server: object = self._server  # any server may be the embedded one
+        if not self._chose_default or not isinstance(server, MaybeEmbedded):
+            return None
+        embedded = server.embedded
+        if embedded is None:
+            return None
+        from .models.advice import default_model_notice  # noqa: PLC0415
+
+        alias = embedded.alias if isinstance(embedded, Named) else "smollm2"  # unnamed: the default model
+        text = default_model_notice(configured=False, runs_smollm2="smollm2" in alias.lower())
+        return Notice("model", text) if text is not None else None
 
     def _kept(self, reply: Reply) -> bool:
         """Whether ``reply`` is in the session already."""

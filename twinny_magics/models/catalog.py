@@ -90,7 +90,7 @@ CATALOG: tuple[CatalogModel, ...] = (
     ),
 )
 
-_NAME_LIMIT = 80  # a name is user text: an error quotes at most this much of it
+NAME_LIMIT = 80  # a name is user text: an error quotes at most this much of it
 
 
 def normalise(name: str) -> str:
@@ -110,8 +110,8 @@ def find(name: str, catalog: tuple[CatalogModel, ...] = CATALOG) -> CatalogModel
         if key in spellings:
             return model
     names = [model.name for model in catalog]
-    nearest = difflib.get_close_matches(key[:_NAME_LIMIT], names, n=3, cutoff=0.4)
-    shown = name if len(name) <= _NAME_LIMIT else name[:_NAME_LIMIT] + "…"
+    nearest = difflib.get_close_matches(key[:NAME_LIMIT], names, n=3, cutoff=0.4)
+    shown = name if len(name) <= NAME_LIMIT else name[:NAME_LIMIT] + "…"
     hint = f" Did you mean {' or '.join(nearest)}?" if nearest else ""
     raise UnknownModel(
         f"No model called {shown!r} in the catalog.{hint} The catalog has {', '.join(names)}; "

@@ -35,8 +35,9 @@ from twinny_magics.errors import (
     HubUnreachable,
     NotEnoughDisk,
     NotPulled,
+    UnknownModel,
 )
-from twinny_magics.models.catalog import CATALOG, CatalogModel, find, human_size
+from twinny_magics.models.catalog import CATALOG, NAME_LIMIT, CatalogModel, find, human_size
 
 if TYPE_CHECKING:
     import httpx2
@@ -439,10 +440,28 @@ def for_embedded(model: str | None) -> tuple[Path, int | None] | None:
     ``UnknownModel`` with the nearest catalog names (a name another server knows needs that server).
     """
     if model is None:
-        found = best_on_disk()
+        try:
+            found = best_on_disk()
+        except OSError:  # a cache that cannot be read: the default still runs
+            found = None
         return (found.path, found.model.window if found.model else None) if found is not None else None
-    path, entry = resolve(model)
+    try:
+        path, entry = resolve(model)
+    except UnknownModel as error:
+        raise UnknownModel(unknown_here(model, error.nearest), nearest=error.nearest) from None
     return path, entry.window if entry is not None else None
+
+
+def unknown_here(model: str, nearest: tuple[str, ...]) -> str:
+    """One line for ``--model NAME`` with no server to ask: the nearest catalog names and the pull."""
+    shown = model if len(model) <= NAME_LIMIT else model[:NAME_LIMIT] + "…"
+    pick = nearest[0] if nearest else CATALOG[0].name
+    guess = f"did you mean {' or '.join(nearest)}? " if nearest else ""
+    return (
+        f"No server answered, and {shown!r} is neither a catalog model nor a GGUF file: {guess}"
+        f"`%agent pull {pick}` downloads one (`%agent models` lists them), or --server URL names a "
+        "server that has it."
+    )
 
 
 def start(name_or_path: str | os.PathLike[str], n_ctx: int | None = None) -> EmbeddedServer:

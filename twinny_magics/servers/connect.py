@@ -9,6 +9,7 @@ run on its own event loop (Jupyter: a worker thread) and a client must not outli
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from typing import TypeVar
@@ -33,6 +34,8 @@ from twinny_magics.servers.refusals import hide_secret
 from twinny_magics.servers.wire import CHAT_TIMEOUT, make_client
 
 ClientFactory = Callable[[ServerInfo], httpx.AsyncClient]
+LocalModel = Callable[[], "tuple[os.PathLike[str] | str, int | None] | None"]
+"""What the embedded server should load when no server answers: a GGUF file and its window, or None."""
 _T = TypeVar("_T")
 
 
@@ -175,6 +178,11 @@ class ConnectedServer:
         return f"<ConnectedServer {self.kind} {self.model or '(no model)'} at {self.info.base_url}>"
 
 
+def is_gguf_path(model: str | None) -> bool:
+    """Whether a ``model`` value names a GGUF file (which only the embedded server can load)."""
+    return model is not None and (model.lower().endswith(".gguf") or os.path.isfile(model))
+
+
 def connect(
     base_url: str | None = None,
     model: str | None = None,
@@ -186,18 +194,33 @@ def connect(
     cache: ProbeCache | None = None,
     embedded_n_ctx: int = DEFAULT_N_CTX,
     timeout: float | None = None,
+    local: LocalModel | None = None,
 ) -> ConnectedServer:
-    """The server for a session: the one named, else one found, else the embedded llama.cpp server."""
+    """The server for a session: the one named, else one found, else the embedded llama.cpp server.
+
+    ``local`` is asked only when no server is named or found: the GGUF file (and the window it is
+    measured at, or None) for the embedded server to load, or None for its default model. A ``model``
+    that is a GGUF path is never looked for on other servers: it goes to the embedded one.
+    """
     embedded: EmbeddedServer | None = None
     if base_url is None:
-        found = discover()
+        found = None if is_gguf_path(model) else discover()
         if found is None:
-            embedded = start_embedded(n_ctx=window or embedded_n_ctx)
+            if local is not None:
+                chosen = local()
+            else:
+                chosen = (model, None) if model is not None and is_gguf_path(model) else None
+            if chosen is None:
+                embedded = start_embedded(n_ctx=window or embedded_n_ctx)
+            else:
+                path, measured = chosen
+                embedded = start_embedded(path, n_ctx=window or measured or embedded_n_ctx)
+            # The embedded server's name for its model stays: a catalog name or a path is not what it serves.
             info = embedded.info
+        elif model is not None or api_key is not None:
+            info = replace(found, model=model or found.model, api_key=api_key or found.api_key)
         else:
             info = found
-        if model is not None or api_key is not None:
-            info = replace(info, model=model or info.model, api_key=api_key or info.api_key)
     else:
         info = resolve_server(base_url, model, kind, api_key=api_key, cache=cache)
     if info.model is None and info.kind in NEVER_ASKED:
