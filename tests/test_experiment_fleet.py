@@ -333,6 +333,8 @@ def test_servers_of_different_models_are_refused_and_a_variant_cannot_name_its_o
         run(questions(1), workspace=shop, servers=[one, other], progress="off")
     with pytest.raises(ValueError, match="servers= and server="):
         run(questions(1), [Variant("v", server=one)], workspace=shop, servers=[other], progress="off")
+    with pytest.raises(ValueError, match="own model, window would"):
+        run(questions(1), [Variant("v", model="x", window=9)], workspace=shop, servers=[one], progress="off")
     assert one.requests == []
     assert other.requests == []
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from twinny_magics.contracts import Addressed, ModelServer
+from twinny_magics.experiment.variants import SERVER_OPTIONS
 
 if TYPE_CHECKING:
     from twinny_magics.experiment.parallel import Progress
@@ -75,6 +76,13 @@ def check_fleet(
             raise ValueError(
                 f"servers= and {name}= both say where to run: give the servers in servers= only (every "
                 "variant runs on all of them)."
+            )
+    for options in variants_options:
+        own = [name for name in SERVER_OPTIONS if options.get(name) is not None]
+        if own:
+            raise ValueError(
+                f"With servers=, every variant runs on every server: a variant's own {', '.join(own)} would "
+                "be left out; give it to run() for all of them."
             )
     return given
 
