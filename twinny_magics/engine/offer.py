@@ -55,6 +55,9 @@ class Offer:
         self.untold: ModeChoice | None = None
         #: Set when the server refused a grammar: none is sent again in this session.
         self.grammar_refused = False
+        #: Whether the current reply's first request carries a head start (the run sets it each reply):
+        #: then the first step may answer from it, even where a call is otherwise required first.
+        self.head_start_given = False
         self._start_mode(mode)
 
     # -- the mode --------------------------------------------------------------------------------------
@@ -122,8 +125,11 @@ class Offer:
         if any(key in extra for key in ("grammar", "json_schema", "response_format")):
             return "off"  # the user's own constraint wins
         if setting == "auto":
-            # SmolLM2 writes no well-formed call unless one is required; larger models answer too.
-            return "call-first" if _embedded_smollm2(self.server) else "lazy"
+            if not _embedded_smollm2(self.server):
+                return "lazy"  # larger models answer and call without being held to either
+            # SmolLM2 writes no well-formed call unless one is required; but a head start in the first
+            # request may already hold the answer, and requiring a call there forbade answering from it.
+            return "answer-or-call" if self.head_start_given else "call-first"
         return setting
 
     def grammar_for(self, step: int, last: bool) -> str | None:

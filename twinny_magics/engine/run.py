@@ -133,6 +133,7 @@ class Run:
         self._tell_remembered_mode()
         # The window decides which tools are offered (the system prompt lists them) and the head start's size.
         start = await self._head_start(await self._plan())
+        self.offer.head_start_given = bool(start)
         self.messages = [
             self.offer.system_message(),
             *history,

@@ -78,7 +78,7 @@ from __future__ import annotations
 from typing import Any
 
 from twinny_magics.protocol.parse import ParsedReply, parse_reply, parse_tool_calls
-from twinny_magics.protocol.schema import example_call, format_call, preferred_example, tool_specs
+from twinny_magics.protocol.schema import format_call, prompt_example, tool_specs
 from twinny_magics.protocol.stream import HOLD, StreamDetector, displayable_length
 
 __all__ = [
@@ -104,14 +104,16 @@ def tool_list_prompt(tools: list[dict[str, Any]] | None) -> str:
     specs = tool_specs(tools)
     # Braces, not parentheses: a list that looks like function signatures gets function calls
     # written back instead of the fenced block we ask for.
+    example, what = prompt_example(specs)
+    said = f" ({what})" if what else ""
     lines = ["You can call these tools:"]
     for spec in specs.values():
         description = " ".join(spec.description.split())
         lines.append(f"- {spec.signature()}" + (f": {description}" if description else ""))
     lines += [
         "",
-        "To call a tool, write ONE fenced block in your message, exactly like this:",
-        format_call(example_call(preferred_example(specs))),
+        f"To call a tool, write ONE fenced block in your message, exactly like this{said}:",
+        format_call(example),
         "Call one tool per message and wait for its result. The result comes back in the next message "
         'as <tool_result name="...">...</tool_result>. When you need no tool, answer without a block.',
         RESULTS_ARE_DATA,

@@ -226,6 +226,24 @@ def preferred_example(specs: dict[str, OfferedTool]) -> OfferedTool | None:
     return specs.get("grep") or next(iter(specs.values()))
 
 
+#: The tool the tool list's example calls when it is offered: with no arguments it lists the workspace's
+#: top folder, which is a true first step in any workspace.
+_PROMPT_EXAMPLE_TOOL = "list_dir"
+
+
+def prompt_example(specs: dict[str, OfferedTool]) -> tuple[ToolCall, str]:
+    """The call the text-mode tool list shows, and what it does ('' when that is not known).
+
+    Small models paste the example as it stands (SmolLM2 sent the old ``grep createServer`` three times in
+    a folder without it), so it is one whose result is real wherever it is pasted: ``list_dir`` with no
+    arguments, the top folder. Without ``list_dir``, the preferred tool's ``example_call``.
+    """
+    spec = specs.get(_PROMPT_EXAMPLE_TOOL)
+    if spec is not None and not spec.required:
+        return ToolCall(spec.name, {}), "this one lists the workspace's top folder"
+    return example_call(preferred_example(specs)), ""
+
+
 def format_call(call: ToolCall) -> str:
     """A call written in the text protocol: one fenced ```tool block holding one JSON object."""
     body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
