@@ -210,3 +210,35 @@ def test_a_note_on_the_change_at_a_lines_end_is_not_written() -> None:
     found = fenced_edits.propose("import os\n\nPORT = 9090  # Changed from 8080 to 9090\nHOST = 'h'\n", lines)
     assert found is not None
     assert found[:2] == ("PORT = 8080  # the port", "PORT = 9090")
+
+
+def test_a_replacement_described_in_inline_code_is_made(workspace: Path) -> None:
+    said = "Replace the line `PORT = 8080` with `PORT = 9090` in app.py."
+    agent = run(workspace, said, "Done.")
+    assert (workspace / "app.py").read_text() == APP.replace("8080", "9090")
+    assert agent.replies[-1].steps[0].calls[0].arguments["find"] == "PORT = 8080"
+
+
+def test_a_described_replacement_whose_old_text_is_not_once_in_one_file_is_not_made(workspace: Path) -> None:
+    (workspace / "copy.py").write_text("PORT = 8080\n")
+    said = "Replace `PORT = 8080` with `PORT = 9090` in app.py or copy.py."
+    agent = run(workspace, said, "Done.")
+    assert (workspace / "app.py").read_text() == APP
+    assert not agent.replies[-1].steps[0].calls
+    said = "Change `port` to `9090`."  # not in the file as written
+    run(workspace, said, "Done.")
+    assert (workspace / "app.py").read_text() == APP
+
+
+@pytest.mark.parametrize(
+    ("text", "pairs"),
+    [
+        ('replace the line `a = ">=3.8"` with `a = ">=3.9"`', [('a = ">=3.8"', 'a = ">=3.9"')]),
+        ("change `>=3.8` to `>=3.9`", [(">=3.8", ">=3.9")]),
+        ('To raise `python_requires` to ">=3.9" in `setup.py`, edit it.', []),  # a file, not the new text
+        ("replace `abc` in `x.py` with `abd`", []),
+        ("set `ab` to `cd`", []),  # too short to find once
+    ],
+)
+def test_what_counts_as_a_described_replacement(text: str, pairs: list[tuple[str, str]]) -> None:
+    assert fenced_edits.described(text) == pairs

@@ -57,6 +57,12 @@ _ELISION = re.compile(
 _CHANGE_NOTE = re.compile(
     r"[ \t]+(?:#|//)[ \t]*(?:changed|updated|added|modified|fixed|new|was|now|from)\b[^'\"\n]*$", re.I
 )
+#: A replacement described in inline code: a verb of change, `old`, then with/to/by/into, `new`.
+_DESCRIBED = re.compile(
+    r"\b(?:replac|chang|updat|modif|set|edit|rais)\w*\b[^`\n]{0,60}?`([^`\n]{1,300})`"
+    r"[^`\n]{0,40}?\b(?:with|to|by|into)[ \t]+(?:the[ \t]+(?:line|text|value)[ \t]+)?`([^`\n]{0,300})`",
+    re.I,
+)
 #: Fences in a language that is not a file's text (a shell session, a tool call of the protocol's).
 _NOT_FILE_TEXT = frozenset({"tool", "bash", "sh", "shell", "console", "json-tool", "diff", "patch", "text"})
 
@@ -231,17 +237,20 @@ def _alike(old: str, new: str) -> bool:
 
 async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal | None:
     """The edit the reply's fences propose to one of the files named in it or in ``context`` (the
-    question, this reply's calls and results), read through ``tools``; None when there is none, or when
-    two files fit a fence equally well."""
-    bodies = fences(text)
-    if not bodies or not isinstance(tools, ReadsCitedLines):
+    question, this reply's calls and results), read through ``tools``; else the first replacement it
+    describes in inline code (see :func:`described`) whose old text is once in one of them; None when
+    there is none, or when two files fit equally well."""
+    bodies, pairs = fences(text), described(text)
+    if not (bodies or pairs) or not isinstance(tools, ReadsCitedLines):
         return None
     best: Proposal | None = None
     tied = False
+    read: list[tuple[str, list[str]]] = []
     for path in named_paths([text, *context])[:MAX_CANDIDATES]:
         lines = await _read(tools, path)
         if lines is None:
             continue
+        read.append((path, lines))
         for body in bodies:
             found = propose(body, lines)
             if found is None:
@@ -251,7 +260,29 @@ async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal
                 best, tied = Proposal(path, find, replace, anchors), False
             elif anchors == best.anchors and path != best.path:
                 tied = True
-    return None if tied else best
+    if best is not None or tied:
+        return None if tied else best
+    for old, new in pairs:
+        where = [path for path, lines in read if "\n".join(lines).count(old) == 1]
+        if len(where) == 1:
+            return Proposal(where[0], old, new, 0)
+        if where:
+            return None
+    return None
+
+
+def described(text: str) -> list[tuple[str, str]]:
+    """The replacements a reply describes in inline code instead of making them ("replace the line
+    `a = 1` with `a = 2`", "change `>=3.8` to `>=3.9`"), in order: old text (3 characters or more) and
+    new, at most :data:`MAX_FENCES`."""
+    out: list[tuple[str, str]] = []
+    for match in _DESCRIBED.finditer(text):
+        old, new = match.group(1), match.group(2)
+        if len(old.strip()) >= 3 and old != new and (old, new) not in out:
+            out.append((old, new))
+        if len(out) == MAX_FENCES:
+            break
+    return out
 
 
 async def _read(tools: ReadsCitedLines, path: str) -> list[str] | None:
