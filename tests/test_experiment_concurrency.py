@@ -154,6 +154,25 @@ def test_the_text_progress_prints_each_run_as_it_finishes_and_the_end(
     assert lines[-1].startswith("Done: 3 runs in")
 
 
+def test_the_end_line_says_the_pass_rate_and_tokens_a_second_one_at_a_time_and_at_once(
+    shop: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked = questions(3)
+    asked[1] = Question("What is item-01-x?", check="no such answer", name="q01")
+    for concurrency in (1, 2):
+        run(
+            asked,
+            [Variant("v", server=server_for(3, delay=0.05))],
+            workspace=shop,
+            progress="text",
+            concurrency=concurrency,
+        )
+        end = capsys.readouterr().err.splitlines()[-1]
+        assert end.startswith("Done: 3 runs in"), end
+        assert "2/3 passed · " in end, end
+        assert end.endswith(" tok/s."), end
+
+
 def test_runs_at_once_work_from_inside_a_running_event_loop_as_in_a_notebook(shop: Path) -> None:
     server = server_for(4)
 

@@ -301,7 +301,7 @@ def test_the_notebook_progress_line_counts_runs_per_server_pass_rate_and_tokens_
 
     done = {0: Run("q0", "v", 0, "pass"), 1: Run("q1", "v", 0, "fail")}
     progress = Progress(done=done, running=2, servers=[ServerCount(1, 1), ServerCount(1, 1, "gone")])
-    text = fleet_status(progress, ["http://a", "http://b"], 0.0, 2.0, 5)
+    text = fleet_status(progress, ["http://a", "http://b"], 2.0)
     assert text == "1/2 passed · http://a: 1 done, 1 running · http://b: down (gone)"
 
 

@@ -131,16 +131,21 @@ def members(
     return out
 
 
-def fleet_status(progress: Progress, labels: Sequence[str], started: float, now: float, total: int) -> str:
-    """The fleet's part of the progress line: pass rate, tokens a second, and each server's runs."""
-    done = list(progress.done.values())
+def so_far(runs: Sequence[Run], seconds: float) -> str:
+    """The pass rate of the runs judged so far and the tokens generated a second over them all."""
     parts = []
-    judged = [r for r in done if r.outcome in ("pass", "fail")]
+    judged = [r for r in runs if r.outcome in ("pass", "fail")]
     if judged:
         parts.append(f"{sum(r.passed for r in judged)}/{len(judged)} passed")
-    generated = sum(r.generated_tokens for r in done)
-    if generated and now > started:
-        parts.append(f"{generated / (now - started):.1f} tok/s")
+    generated = sum(r.generated_tokens for r in runs)
+    if generated and seconds > 0:
+        parts.append(f"{generated / seconds:.1f} tok/s")
+    return " · ".join(parts)
+
+
+def fleet_status(progress: Progress, labels: Sequence[str], seconds: float) -> str:
+    """The fleet's part of the progress line: pass rate, tokens a second, and each server's runs."""
+    parts = [so_far(list(progress.done.values()), seconds)] if progress.done else []
     if len(labels) > 1:
         for label, count in zip(labels, progress.servers, strict=False):
             state = f"down ({count.down})" if count.down else f"{count.done} done, {count.running} running"
@@ -149,7 +154,7 @@ def fleet_status(progress: Progress, labels: Sequence[str], started: float, now:
         parts.append(f"{progress.requeued} run{'s' if progress.requeued != 1 else ''} moved")
     if progress.busy:
         parts.append(f"{progress.busy} turned away as busy and started again")
-    return " · ".join(parts)
+    return " · ".join(part for part in parts if part)
 
 
 def moved_and_down(progress: Progress, labels: Sequence[str]) -> dict[str, Any]:
@@ -157,9 +162,3 @@ def moved_and_down(progress: Progress, labels: Sequence[str]) -> dict[str, Any]:
     runs started again after a server turned them away as busy."""
     down = {label: c.down for label, c in zip(labels, progress.servers, strict=True) if c.down}
     return {"moved": progress.requeued, "down": down, "busy": progress.busy}
-
-
-def tokens_per_second(runs: Sequence[Run], seconds: float) -> float | None:
-    """Generated tokens a second over ``runs`` taking ``seconds`` in all (None with nothing to say)."""
-    generated = sum(r.generated_tokens for r in runs)
-    return round(generated / seconds, 1) if generated and seconds > 0 else None

@@ -51,6 +51,7 @@ from twinny_magics.experiment.fleet import (
     fleet_status,
     members,
     moved_and_down,
+    so_far,
     where,
 )
 from twinny_magics.experiment.parallel import Pool, Seat, ServerBusy, ServerLost
@@ -350,10 +351,11 @@ class _Harness:
                 repetition = (
                     f" · repetition {repeat + 1} of {self.results.repeat}" if self.results.repeat > 1 else ""
                 )
+                status = so_far(self.results.runs[len(self.results.runs) - finished :], elapsed)
                 line.show(
                     f"Run {number} of {len(todo)}: question {order[question.name]} of {count} "
                     f"({question.name}) · variant {variant.name}{repetition} · "
-                    f"{duration(elapsed)} elapsed{left}"
+                    f"{duration(elapsed)} elapsed{left}" + (f" · {status}" if status else "")
                 )
                 result = self.one(question, variant, repeat, None if seed is None else seed + repeat)
                 self.results.runs.append(result)
@@ -369,7 +371,8 @@ class _Harness:
         except KeyboardInterrupt:
             self.results.stopped = "interrupted"
         finally:
-            self._end(started, finished, line, save)
+            fresh = self.results.runs[len(self.results.runs) - finished :] if finished else []
+            self._end(started, finished, line, save, so_far(fresh, time.monotonic() - started))
 
     def _end(
         self,
@@ -438,7 +441,7 @@ class _Harness:
             queued = len(todo) - finished - progress.running
             rest = len(todo) - finished
             left = f", about {duration(elapsed / finished * rest)} left" if finished else ""
-            status = fleet_status(progress, labels, started, time.monotonic(), len(todo))
+            status = fleet_status(progress, labels, time.monotonic() - started)
             line.show(
                 f"{finished} of {len(todo)} runs done · {progress.running} running · {queued} queued · "
                 f"{limit} at once · {duration(elapsed)} elapsed{left}" + (f" · {status}" if status else "")
@@ -455,7 +458,7 @@ class _Harness:
             self.results.stopped = ended.stopped
             self.results.settings["most_at_once"] = ended.most_running
             self.results.settings.update(moved_and_down(ended, labels))
-            summary = fleet_status(ended, labels, started, time.monotonic(), len(todo))
+            summary = fleet_status(ended, labels, time.monotonic() - started)
         finally:
             self._end(started, len(self.results.runs) - len(kept), line, save, summary)
 
