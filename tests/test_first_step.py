@@ -99,3 +99,29 @@ def test_a_grammar_the_user_set_is_kept_with_a_head_start(workspace: Workspace) 
     server = EmbeddedLike([fenced("list_dir"), "Port 8000."], kind="llamacpp")
     run(Loop(server, workspace, settings=LoopSettings(evidence=True, grammar="call-first")), "Which PORT?")
     assert first_rule(server.requests[0]) == "call"
+
+
+# -- going round in circles with nothing found: an honest answer, never the model's guess -------------
+
+NONSENSE = "This is a multi-part response with a clear explanation. Please continue to the rest."
+
+
+def test_a_reply_stuck_with_nothing_found_says_so_instead_of_the_model_s_guess(workspace: Workspace) -> None:
+    from twinny_magics.notes import NOTHING_FOUND
+
+    wrong = fenced("list_dir", path="list_dir")  # as SmolLM2 wrote it in the quickstart
+    server = EmbeddedLike([wrong, wrong, wrong, NONSENSE], kind="llamacpp")
+    reply = run(Loop(server, workspace, settings=LoopSettings(evidence=False)), "Which files are in here?")
+    assert reply.stopped == "stuck"
+    assert reply.text.startswith(NOTHING_FOUND)
+    assert "list_dir(path='list_dir') → failed" in reply.text
+    assert NONSENSE not in reply.text
+    assert any("rested on nothing found" in n.text for n in reply.notices)
+
+
+def test_a_stuck_reply_that_found_something_keeps_the_model_s_answer(workspace: Workspace) -> None:
+    right, wrong = fenced("list_dir"), fenced("list_dir", path="nowhere")
+    server = EmbeddedLike([right, wrong, wrong, wrong, "app.py and README.md."], kind="llamacpp")
+    reply = run(Loop(server, workspace, settings=LoopSettings(evidence=False)), "Which files are in here?")
+    assert reply.stopped == "stuck"
+    assert reply.text == "app.py and README.md."

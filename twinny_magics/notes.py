@@ -127,15 +127,27 @@ _FOUND_LINE_CHARS = 160
 _FOUND_CALLS = 8
 
 
-def no_answer_summary(results: Sequence[ToolResult]) -> str:
+#: The answer of a reply stopped by the repeat guard before any call found anything (see nothing_found).
+NOTHING_FOUND = (
+    "I could not find it: every tool call in this reply failed or repeated an earlier one, so an answer "
+    "now would be a guess."
+)
+
+
+def nothing_found(results: Sequence[ToolResult]) -> str:
+    """The honest answer of a reply that went round in circles and found nothing, with what it tried."""
+    return no_answer_summary(results, lead=NOTHING_FOUND)
+
+
+def no_answer_summary(results: Sequence[ToolResult], lead: str = NO_ANSWER) -> str:
     """What to show instead of a call written as the answer: say so, then what the steps found.
 
     One line per call of this reply (newest :data:`_FOUND_CALLS`), its arguments and the start of what
     it returned — never the call's JSON, which read as an answer would be taken for one.
     """
     if not results:
-        return f"{NO_ANSWER} No tool ran in this reply."
-    lines = [f"{NO_ANSWER} What its steps found:"]
+        return f"{lead} No tool ran in this reply."
+    lines = [f"{lead} What its steps tried:" if lead != NO_ANSWER else f"{lead} What its steps found:"]
     shown = list(results)[-_FOUND_CALLS:]
     if len(results) > len(shown):
         lines.append(f"- ({len(results) - len(shown)} earlier calls not listed)")

@@ -41,6 +41,7 @@ from twinny_magics.notes import (
     looks_like_a_call,
     no_answer_summary,
     notes_messages,
+    nothing_found,
     with_closing_prompt,
 )
 from twinny_magics.protocol.results import Imitation, imitated_results
@@ -347,9 +348,18 @@ class Run:
                 self.tell.notice("warning", IMITATED_RESULT_NOTICE)
             elif text.strip() or calls:
                 self.tell.notice("warning", "The model wrote a tool call instead of its answer.")
+        elif self.stuck and reply.head_start is None and all(r.is_error for r in self._results()):
+            # Stopped going round in circles with nothing found (no head start, no call that worked): what
+            # the model writes now rests on nothing (SmolLM2 wrote pages of unrelated prose), so say so.
+            reply.text = nothing_found(self._results())
+            self.tell.notice("warning", "The model's closing text rested on nothing found: not shown.")
         else:
             reply.text = content
         reply.stopped = "settled" if self.calls.settled else "stuck" if self.stuck else "steps"
+
+    def _results(self) -> list[ToolResult]:
+        """Every result of this reply's calls, in order."""
+        return [r for s in self.reply.steps for r in s.results]
 
     async def _check_citations(self, record: Step, *, last: bool) -> bool:
         """Check the answer's ``file:line`` citations against the files (kept on the reply); once a reply,
