@@ -242,3 +242,10 @@ def test_a_described_replacement_whose_old_text_is_not_once_in_one_file_is_not_m
 )
 def test_what_counts_as_a_described_replacement(text: str, pairs: list[tuple[str, str]]) -> None:
     assert fenced_edits.described(text) == pairs
+
+
+def test_a_fence_copied_with_its_line_numbers_is_read_without_them(workspace: Path) -> None:
+    body = "app.py:\n1: import os\n2: \n3: PORT = 9090\n4: HOST = 'localhost'\n"
+    run(workspace, fence(body), "Done.")
+    assert (workspace / "app.py").read_text() == APP.replace("8080", "9090")
+    assert fenced_edits.fences("```\n1: a = 1\nb = 2\nc = 3\n```") == ["1: a = 1\nb = 2\nc = 3\n"]

@@ -57,6 +57,8 @@ _ELISION = re.compile(
 _CHANGE_NOTE = re.compile(
     r"[ \t]+(?:#|//)[ \t]*(?:changed|updated|added|modified|fixed|new|was|now|from)\b[^'\"\n]*$", re.I
 )
+#: A line as a read shows it, with its number (``13: def fold(``, ``14:     """``).
+_NUMBERED = re.compile(r"^[ \t]*\d{1,6}: ?")
 #: A replacement described in inline code: a verb of change, `old`, then with/to/by/into, `new`.
 _DESCRIBED = re.compile(
     r"\b(?:replac|chang|updat|modif|set|edit|rais)\w*\b[^`\n]{0,60}?`([^`\n]{1,300})`"
@@ -94,8 +96,19 @@ def fences(text: str) -> list[str]:
         body = text[start:end]
         if match.group(1).lower() in _NOT_FILE_TEXT or len(body) > MAX_FENCE_CHARS:
             continue
-        out.append(body)
+        out.append(_unnumbered(body))
     return out
+
+
+def _unnumbered(body: str) -> str:
+    """A fence copied from a read with its line numbers (``13: def fold(…``) without them: when most of
+    its lines (not blank) carry one, each number and its separator goes."""
+    lines = body.splitlines()
+    written = [line for line in lines if line.strip()]
+    numbered = [line for line in written if _NUMBERED.match(line)]
+    if not written or len(numbered) < 0.6 * len(written):
+        return body
+    return "\n".join(_NUMBERED.sub("", line, count=1) for line in lines) + "\n"
 
 
 def named_paths(texts: Sequence[str]) -> list[str]:
@@ -223,9 +236,14 @@ def _indented(line: str, shift: int) -> str:
 
 
 def _names_a_file(line: str) -> bool:
-    """A comment line naming a file (``# toolz/utils.py``): a label the model put on the fence."""
+    """A label the model put on the fence: a comment naming a file (``# toolz/utils.py``), or a line that
+    starts with a file's path and ends with a colon (``app.py:``, ``toolz/parallel.py (fold):``)."""
     text = line.strip()
-    return text.startswith(("#", "//")) and any(_PATH.fullmatch(t) for t in _TOKEN.findall(text))
+    named = any(_PATH.fullmatch(t) for t in _TOKEN.findall(text))
+    if text.startswith(("#", "//")):
+        return named
+    first = _TOKEN.match(text)
+    return named and text.endswith(":") and first is not None and _PATH.fullmatch(first.group(0)) is not None
 
 
 def _alike(old: str, new: str) -> bool:
@@ -236,21 +254,26 @@ def _alike(old: str, new: str) -> bool:
 
 
 async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal | None:
-    """The edit the reply's fences propose to one of the files named in it or in ``context`` (the
-    question, this reply's calls and results), read through ``tools``; else the first replacement it
-    describes in inline code (see :func:`described`) whose old text is once in one of them; None when
-    there is none, or when two files fit equally well."""
+    """The edit the reply proposes to one of the files named in it or in ``context`` (the question, this
+    reply's calls and results), read through ``tools``: the first replacement it describes in inline code
+    (see :func:`described`) whose old text is once in exactly one of them — what the model said it
+    changes, where a fence beside it may also rewrite lines nobody asked about — else the change its
+    fences show; None when there is none, or when two files fit equally well."""
     bodies, pairs = fences(text), described(text)
     if not (bodies or pairs) or not isinstance(tools, ReadsCitedLines):
         return None
-    best: Proposal | None = None
-    tied = False
     read: list[tuple[str, list[str]]] = []
     for path in named_paths([text, *context])[:MAX_CANDIDATES]:
         lines = await _read(tools, path)
-        if lines is None:
-            continue
-        read.append((path, lines))
+        if lines is not None:
+            read.append((path, lines))
+    for old, new in pairs:
+        where = [path for path, lines in read if "\n".join(lines).count(old) == 1]
+        if len(where) == 1:
+            return Proposal(where[0], old, new, 0)
+    best: Proposal | None = None
+    tied = False
+    for path, lines in read:
         for body in bodies:
             found = propose(body, lines)
             if found is None:
@@ -260,15 +283,7 @@ async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal
                 best, tied = Proposal(path, find, replace, anchors), False
             elif anchors == best.anchors and path != best.path:
                 tied = True
-    if best is not None or tied:
-        return None if tied else best
-    for old, new in pairs:
-        where = [path for path, lines in read if "\n".join(lines).count(old) == 1]
-        if len(where) == 1:
-            return Proposal(where[0], old, new, 0)
-        if where:
-            return None
-    return None
+    return None if tied else best
 
 
 def described(text: str) -> list[tuple[str, str]]:
