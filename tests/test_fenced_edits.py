@@ -237,7 +237,12 @@ def test_a_described_replacement_whose_old_text_is_not_once_in_one_file_is_not_m
         ("change `>=3.8` to `>=3.9`", [(">=3.8", ">=3.9")]),
         ('To raise `python_requires` to ">=3.9" in `setup.py`, edit it.', []),  # a file, not the new text
         ("replace `abc` in `x.py` with `abd`", []),
-        ("set `ab` to `cd`", []),  # too short to find once
+        ("change `ab` to `ac`", []),  # too short to find once
+        (
+            "To raise `python_requires` to `>=3.9` in setup.cfg, replace `a = >=3.8` with `a = >=3.9`.",
+            [("a = >=3.8", "a = >=3.9")],
+        ),  # a name and its new value are not a replacement of text
+        ("change `python_requires` to `>=3.9`", []),
     ],
 )
 def test_what_counts_as_a_described_replacement(text: str, pairs: list[tuple[str, str]]) -> None:

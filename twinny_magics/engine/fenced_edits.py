@@ -61,7 +61,7 @@ _CHANGE_NOTE = re.compile(
 _NUMBERED = re.compile(r"^[ \t]*\d{1,6}: ?")
 #: A replacement described in inline code: a verb of change, `old`, then with/to/by/into, `new`.
 _DESCRIBED = re.compile(
-    r"\b(?:replac|chang|updat|modif|set|edit|rais)\w*\b[^`\n]{0,60}?`([^`\n]{1,300})`"
+    r"\b(?:replac|chang|updat|modif|edit)\w*\b[^`\n]{0,60}?`([^`\n]{1,300})`"
     r"[^`\n]{0,40}?\b(?:with|to|by|into)[ \t]+(?:the[ \t]+(?:line|text|value)[ \t]+)?`([^`\n]{0,300})`",
     re.I,
 )
@@ -289,11 +289,17 @@ async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal
 def described(text: str) -> list[tuple[str, str]]:
     """The replacements a reply describes in inline code instead of making them ("replace the line
     `a = 1` with `a = 2`", "change `>=3.8` to `>=3.9`"), in order: old text (3 characters or more) and
-    new, at most :data:`MAX_FENCES`."""
+    new, at most :data:`MAX_FENCES`. The new text must read as the old one changed (mostly the same): "change
+    `python_requires` to `>=3.9`" names what changes, not the text to replace."""
     out: list[tuple[str, str]] = []
     for match in _DESCRIBED.finditer(text):
         old, new = match.group(1), match.group(2)
-        if len(old.strip()) >= 3 and old != new and (old, new) not in out:
+        if (
+            len(old.strip()) >= 3
+            and old != new
+            and (old, new) not in out
+            and _alike(old.strip(), new.strip())
+        ):
             out.append((old, new))
         if len(out) == MAX_FENCES:
             break
