@@ -483,8 +483,8 @@ class Run:
         self.fenced += 1
         self.tell.notice(
             "fallback",
-            f"The model wrote the changed code in a fence instead of calling {call.name}: read as that "
-            f"edit of {call.arguments.get('path', '?')}.",
+            f"The model wrote the change (changed code in a fence, or a replacement in inline code) instead "
+            f"of calling {call.name}: read as that edit of {call.arguments.get('path', '?')}.",
         )
         self.messages = [*self.messages, *await self.calls.run(record, text, [call], plan, self.messages)]
         self._count_unusable(all(r.is_error for r in record.results))
