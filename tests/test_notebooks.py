@@ -22,9 +22,10 @@ AGENT_CELL = "%%agent"
 
 #: What each notebook's %%agent cells must show.
 EXPECTED: dict[str, dict[str, list[str]]] = {
-    # The embedded SmolLM2 under the call grammar: its first step is a call, so there are two requests.
+    # The embedded SmolLM2 under the call grammar: its first step is a call, so there are two requests;
+    # then the replay of Qwen2.5-Coder-1.5B's recorded answer to the same question.
     "quickstart.ipynb": {
-        "agent": ["Request 1", "Request 2", "[1.0]"],
+        "agent": ["Request 1", "Request 2", "[1.0]", "The files in this folder are:"],
         "after": ["Context plan", "Agent session"],
     },
     # A scripted trajectory replayed on the embedded server at a 2,048-token window: real counts, a cut,
