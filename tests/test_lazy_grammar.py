@@ -492,7 +492,9 @@ async def test_over_http_the_call_is_continued_from_a_prefill_under_the_grammar(
 # --- the real llama.cpp server -----------------------------------------------------------------------------
 
 #: SmolLM2 copies the block, but with the wrong argument name and a second call after it (greedy).
-COPY = 'Copy this block exactly:\n```tool\n{"name": "grep", "arguments": {"pattern": "createServer"}}\n```'
+# The block to copy is itself broken (its braces never close): SmolLM2 copies the opener and the break,
+# whatever else the system prompt says, and the grammar after the opener must make it well formed.
+COPY = 'Copy this block exactly:\n```tool\n{"name": "grep", "arguments": {"pattern": "createServer"\n```'
 CODE = "Write a Python function that adds two numbers, in a code block."
 #: ``max_tokens`` in the body overrides the loop's reply share: short replies keep the tests quick.
 SHORT = {"seed": 7, "max_tokens": 80}
