@@ -108,6 +108,13 @@ def test_a_quote_is_looked_for_as_a_literal_not_a_pattern(workspace: Path) -> No
         ),
         ('A path "src/app/main.py" and a call "f(x, y)" are not messages.', []),
         ('"one"', []),
+        # A string inside the model's own fenced code is its code, not a quote of the workspace's.
+        (
+            'Run:\n```python\nprint("a fenced block of the model\'s own")\n```\nIt says "must be hashable".',
+            ["must be hashable"],
+        ),
+        ('```\nx = "an unclosed fence runs to the end"', []),
+        ("```\nTypeError: unhashable type: 'list'\n```", ["unhashable type: 'list"]),
     ],
 )
 def test_what_counts_as_a_quoted_message(text: str, found: list[str]) -> None:

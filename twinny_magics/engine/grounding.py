@@ -32,6 +32,8 @@ LEAD_WORDS = 4
 
 #: Quoted spans, each pair taken whole left to right (a short one is skipped, never read across).
 _QUOTE = re.compile(r'"([^"\n]{0,400})"|`([^`\n]{0,400})`|“([^”\n]{0,400})”')
+#: A line that opens or closes a fenced block.
+_FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 #: An exception's name written before its message (``TypeError: …``): the message is what is looked for.
 _RAISED = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Warning)|raise \w+\()\s*[:(]\s*")
 #: A line that is an exception as Python prints it (``TypeError: unhashable type: 'list'``).
@@ -56,7 +58,10 @@ def quotes(answer: str) -> list[str]:
     """The strings an answer quotes as messages or values (not code), and the messages of the exception
     lines it writes (``TypeError: …``), in order, without repeats."""
     found: list[str] = []
-    quoted = islice(_QUOTE.finditer(answer), MAX_SPANS)
+    # Strings inside a fenced block are the model's own code (a snippet, a proposed change), not a
+    # quote of the workspace's: blanked out, same length, so positions keep their order.
+    prose = _outside_fences(answer)
+    quoted = islice(_QUOTE.finditer(prose), MAX_SPANS)
     spans = [(m.start(), _RAISED.sub("", _span(m)).strip(" '\"`."), False) for m in quoted]
     lines = islice(_EXCEPTION_LINE.finditer(answer), MAX_SPANS)
     spans += [(m.start(), m.group(1).strip(" '\"`."), True) for m in lines]
@@ -69,6 +74,22 @@ def quotes(answer: str) -> list[str]:
         if len(found) == MAX_QUOTES:
             break
     return found
+
+
+def _outside_fences(text: str) -> str:
+    """``text`` with every fenced block's lines blanked (same length); an unclosed fence runs to the end."""
+    lines = text.splitlines(keepends=True)
+    fence = ""
+    for number, line in enumerate(lines):
+        opener = _FENCE_LINE.match(line)
+        inside = bool(fence)
+        if opener and not fence:
+            fence = opener.group(1)
+        elif opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+            fence = ""
+        if inside or fence:
+            lines[number] = " " * len(line.rstrip("\n")) + line[len(line.rstrip("\n")) :]
+    return "".join(lines)
 
 
 def _span(match: re.Match[str]) -> str:
