@@ -585,7 +585,7 @@ def test_for_embedded_names_the_file_and_window_to_load_when_no_server_answers(
     assert models.for_embedded(None) is None  # nothing pulled: the embedded default (SmolLM2)
     with pytest.raises(NotPulled, match=r"%agent pull qwen2\.5-coder-3b"):
         models.for_embedded("qwen2.5-coder:3b")
-    with pytest.raises(UnknownModel, match="(?i)did you mean"):
+    with pytest.raises(UnknownModel, match=r"(?i)did you mean"):
         models.for_embedded("qwen2.5-coder-3")
     with pytest.raises(NotPulled, match=r"%agent pull qwen2\.5-coder-1\.5b"):
         models.for_embedded("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF")  # a repo id, not a path
