@@ -508,7 +508,7 @@ class Agent:
         from .models.advice import default_model_notice  # noqa: PLC0415
 
         alias = embedded.alias if isinstance(embedded, Named) else "smollm2"  # unnamed: the default model
-        text = default_model_notice(configured=False, runs_smollm2="smollm2" in alias.lower())
+        text = default_model_notice(runs_smollm2="smollm2" in alias.lower())
         return Notice("model", text) if text is not None else None
 
     def _kept(self, reply: Reply) -> bool:

@@ -136,10 +136,12 @@ NOTHING_FOUND = (
 
 def nothing_found(results: Sequence[ToolResult]) -> str:
     """The honest answer of a reply that went round in circles and found nothing, with what it tried."""
-    return no_answer_summary(results, lead=NOTHING_FOUND)
+    return no_answer_summary(results, lead=NOTHING_FOUND, heading="What its steps tried:")
 
 
-def no_answer_summary(results: Sequence[ToolResult], lead: str = NO_ANSWER) -> str:
+def no_answer_summary(
+    results: Sequence[ToolResult], lead: str = NO_ANSWER, heading: str = "What its steps found:"
+) -> str:
     """What to show instead of a call written as the answer: say so, then what the steps found.
 
     One line per call of this reply (newest :data:`_FOUND_CALLS`), its arguments and the start of what
@@ -147,7 +149,7 @@ def no_answer_summary(results: Sequence[ToolResult], lead: str = NO_ANSWER) -> s
     """
     if not results:
         return f"{lead} No tool ran in this reply."
-    lines = [f"{lead} What its steps tried:" if lead != NO_ANSWER else f"{lead} What its steps found:"]
+    lines = [f"{lead} {heading}"]
     shown = list(results)[-_FOUND_CALLS:]
     if len(results) > len(shown):
         lines.append(f"- ({len(results) - len(shown)} earlier calls not listed)")

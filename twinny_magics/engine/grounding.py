@@ -88,7 +88,8 @@ def _outside_fences(text: str) -> str:
         elif opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
             fence = ""
         if inside or fence:
-            lines[number] = " " * len(line.rstrip("\n")) + line[len(line.rstrip("\n")) :]
+            body = line.rstrip("\n")
+            lines[number] = " " * len(body) + line[len(body) :]
     return "".join(lines)
 
 

@@ -343,7 +343,7 @@ class Run:
         content = parsed.content.strip()
         if not content or (parsed.problems and looks_like_a_call(content)):
             # A call in place of an answer: say so and list what ran, never the call's JSON.
-            reply.text = no_answer_summary([r for s in reply.steps for r in s.results])
+            reply.text = no_answer_summary(self._results())
             if imitation is not None:
                 self.tell.notice("warning", IMITATED_RESULT_NOTICE)
             elif text.strip() or calls:
@@ -433,7 +433,7 @@ class Run:
         if text and not looks_like_a_call(text):
             self.reply.text = text
         else:
-            self.reply.text = no_answer_summary([r for s in self.reply.steps for r in s.results])
+            self.reply.text = no_answer_summary(self._results())
         self.reply.stopped = "answer"
         return True
 

@@ -29,10 +29,11 @@ def smollm2_notice() -> str:
     )
 
 
-def default_model_notice(*, configured: bool, runs_smollm2: bool) -> str | None:
-    """The notice for a reply, or None: only on the default SmolLM2 (nothing configured), once a process."""
+def default_model_notice(*, runs_smollm2: bool) -> str | None:
+    """The notice for a reply on the server chosen with nothing configured, or None: only when it runs
+    SmolLM2, once a process."""
     global _told  # noqa: PLW0603 - once a process, kept under its lock
-    if configured or not runs_smollm2:
+    if not runs_smollm2:
         return None
     with _lock:
         if _told:
