@@ -156,9 +156,29 @@ def test_a_problem_messages_example_call_is_aimed_at_the_questions_word() -> Non
     aimed = about_the_question(problem, "Which file of this project defines the function countby?")
     assert "createServer" not in aimed
     assert '{"name": "grep", "arguments": {"pattern": "countby"}}' in aimed
-    # No word worth a search (small talk), or no canonical example: unchanged.
+    # No word worth a search (small talk), or no canonical example: unchanged unless a fallback is given.
     assert about_the_question(problem, "thanks!") == problem
+    listing = '```tool\n{"name": "list_dir", "arguments": {}}\n```'
+    assert about_the_question(problem, "What is in this folder?", listing).endswith(listing)
     assert about_the_question("Arguments must be JSON.", "Where is countby?") == "Arguments must be JSON."
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ('```tool\n{"name": "grep", "arguments": {"pattern": x}}\n```', "I could not read your tool call"),
+        ('```tool\n{"name": "search", "arguments": {"q": "x"}}\n```', 'There is no tool called "search"'),
+    ],
+)
+def test_no_search_word_a_problem_shows_a_listing_to_copy(workspace: Path, bad: str, said: str) -> None:
+    """The quickstart's question names no word to search: the problem message's example must not be a grep
+    for a word this workspace does not have."""
+    server = ScriptedServer([bad, "app.py serves."])
+    Agent(server=server, workspace=workspace, mode="text", evidence=False).run("What is in this folder?")
+    told = str(server.requests[1].messages[-1]["content"])
+    assert said in told
+    assert "createServer" not in told
+    assert told.endswith('```tool\n{"name": "list_dir", "arguments": {}}\n```')
 
 
 # -- asked for a change, make it -------------------------------------------------------------------------

@@ -189,10 +189,12 @@ OPTIONS: tuple[Option, ...] = (
         "grammar",
         str,
         "auto",
-        "Shape text-mode calls on llama.cpp with a grammar (auto: lazy; call-first on the embedded SmolLM2).",
+        "Shape text-mode calls on llama.cpp with a grammar (auto: lazy; call-first on the embedded SmolLM2 "
+        "unless a head start may answer).",
         "turn",
         flag="llama.cpp, text mode: lazy (free text, a call finished well-formed), answer-or-call, "
-        "call-first (the first step calls); auto: lazy, call-first on the embedded SmolLM2",
+        "call-first (the first step calls); auto: lazy, call-first on the embedded SmolLM2 (answer-or-call "
+        "after a head start)",
         choices=_GRAMMARS,
     ),
     Option(

@@ -36,16 +36,19 @@ class Question:
         about = needs_the_workspace(text)
         return cls(text, about, asks_for_a_change(text), tuple(query_terms(text)) if about else ())
 
-    def aim(self, problem: str) -> str:
+    def aim(self, problem: str, fallback: str = "") -> str:
         """``problem`` with its canonical example call aimed at this question's own word instead: a small
         model copies the example as it is, and a search for the example's word in a project without it
-        helps nobody."""
-        if not self.terms or _CANONICAL_EXAMPLE not in problem:
+        helps nobody. With no word worth a search, the example becomes ``fallback`` (a call whose result
+        is real anywhere, such as listing the top folder) when one is given."""
+        if _CANONICAL_EXAMPLE not in problem:
             return problem
-        aimed = replace(_CANONICAL, arguments=dict.fromkeys(_CANONICAL.arguments, self.terms[0]))
-        return problem.replace(_CANONICAL_EXAMPLE, format_call(aimed))
+        if self.terms:
+            aimed = replace(_CANONICAL, arguments=dict.fromkeys(_CANONICAL.arguments, self.terms[0]))
+            return problem.replace(_CANONICAL_EXAMPLE, format_call(aimed))
+        return problem.replace(_CANONICAL_EXAMPLE, fallback) if fallback else problem
 
 
-def about_the_question(problem: str, question: str) -> str:
+def about_the_question(problem: str, question: str, fallback: str = "") -> str:
     """``problem`` with its example call aimed at ``question``'s word (see :meth:`Question.aim`)."""
-    return Question.read(question).aim(problem)
+    return Question.read(question).aim(problem, fallback)

@@ -279,7 +279,7 @@ class Run:
     async def _outcome(self, answer: _Answer, last: bool, plan: ContextPlan) -> bool:
         """Act on a step's answer; whether the reply is over."""
         reply, text, calls = self.reply, answer.text, answer.calls
-        problems = [self.question.aim(p) for p in answer.problems]
+        problems = [self.question.aim(p, self._example) for p in answer.problems]
         imitation = imitated_results(text, self.tools.definitions())
         if imitation is not None:
             # Only the loop writes results: an imitated one is kept neither as the step's text nor in the
@@ -405,6 +405,11 @@ class Run:
         record.problems = ["quoted a string that no file has: told to look it up"]
         reply.text, reply.citations = "", []
         return True
+
+    @property
+    def _example(self) -> str:
+        """The tool list's example call, for a problem message when the question has no word to search."""
+        return protocol.workspace_example(self.tools.definitions())
 
     def _without_imitation(self, imitation: Imitation, calls: list[ToolCall]) -> str:
         """A reply's text without the results it imitated; in text mode with the call it is read as,

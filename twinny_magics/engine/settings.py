@@ -43,8 +43,9 @@ ModeSetting = Literal["auto", "native", "text"]
 #: ``lazy``: a reply streams free (code fences, brackets) until it writes a call opener, and the call is
 #: then finished under a grammar (a second request continues the reply from the opener);
 #: ``answer-or-call``: a reply is a plain answer or one well-formed call; ``call-first``: the same, but
-#: the first step must call; ``auto``: ``call-first`` on the embedded SmolLM2 (too small to call a tool
-#: unaided), ``lazy`` on every other llama.cpp server. Every setting makes the closing request answer-only.
+#: the first step must call; ``auto``: on the embedded SmolLM2 (too small to call a tool unaided)
+#: ``call-first``, or ``answer-or-call`` when a head start may already hold the answer; ``lazy`` on every
+#: other llama.cpp server. Every setting makes the closing request answer-only.
 GrammarSetting = Literal["auto", "off", "lazy", "answer-or-call", "call-first"]
 
 DEFAULT_STEPS: int = BY_NAME["steps"].default

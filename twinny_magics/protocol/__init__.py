@@ -91,6 +91,7 @@ __all__ = [
     "parse_tool_calls",
     "text_mode_system_prompt",
     "tool_list_prompt",
+    "workspace_example",
 ]
 
 RESULTS_ARE_DATA = (
@@ -119,6 +120,11 @@ def tool_list_prompt(tools: list[dict[str, Any]] | None) -> str:
         RESULTS_ARE_DATA,
     ]
     return "\n".join(lines)
+
+
+def workspace_example(tools: list[dict[str, Any]] | None) -> str:
+    """The tool list's example call as a problem message shows it: one whose result is real anywhere."""
+    return format_call(prompt_example(tool_specs(tools))[0])
 
 
 def text_mode_system_prompt(base: str, tools: list[dict[str, Any]] | None) -> str:
