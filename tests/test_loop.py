@@ -499,7 +499,7 @@ class EmbeddedLike(ScriptedServer):
 
 
 def test_the_embedded_server_gets_text_mode_and_a_grammar_that_requires_a_first_call() -> None:
-    server = EmbeddedLike([fenced("grep", pattern="x"), "ok"], kind="llamacpp")
+    server = EmbeddedLike([fenced("grep", pattern="x"), "src/file0.py matches x."], kind="llamacpp")
     loop = Loop(server, Tools())
     reply, _ = run(loop)
     assert loop.mode == "text"
@@ -508,7 +508,7 @@ def test_the_embedded_server_gets_text_mode_and_a_grammar_that_requires_a_first_
     assert "call-grep" in second
     assert first.startswith("root ::= call\n")  # the first step must call
     assert not second.startswith("root ::= call\n")
-    assert reply.text == "ok"
+    assert reply.text == "src/file0.py matches x."  # it rests on what the grep found (see test_supported)
 
 
 def test_the_last_request_gets_the_answer_only_grammar() -> None:
@@ -536,10 +536,10 @@ def test_a_server_that_refuses_the_grammar_is_asked_again_without_it() -> None:
     from twinny_magics.errors import ServerError
 
     refusal = ServerError("failed to parse grammar", status=400)
-    server = EmbeddedLike([refusal, "ok"], kind="llamacpp")
+    server = EmbeddedLike([refusal, "main is in main.py."], kind="llamacpp")
     loop = Loop(server, Tools())
-    reply, _ = run(loop)
-    assert reply.text == "ok"
+    reply, _ = run(loop, "Which file defines main? See main.py.")
+    assert reply.text == "main is in main.py."
     assert loop.grammar_refused
     assert "grammar" not in server.requests[-1].extra
     assert any(n.kind == "fallback" and "grammar" in n.text for n in reply.notices)

@@ -134,6 +134,21 @@ NOTHING_FOUND = (
 )
 
 
+#: The answer of a reply whose answer, from a model too small to trust its prose, said what nothing it read
+#: says (see ``engine.supported``); the model's own text stays in the reply's steps.
+UNSUPPORTED_ANSWER = (
+    "I could not put an answer together: what the model wrote does not rest on what it read (its text is "
+    "in the reply's last step)."
+)
+#: The leads of the answers the loop writes in place of the model's: shown as the answer, never as its text.
+LOOP_ANSWERS = (NO_ANSWER, NOTHING_FOUND, UNSUPPORTED_ANSWER)
+
+
+def unsupported_answer(found: Sequence[ToolResult]) -> str:
+    """The honest answer in place of a made-up one, with what the head start and the steps found."""
+    return no_answer_summary(found, lead=UNSUPPORTED_ANSWER)
+
+
 def nothing_found(results: Sequence[ToolResult]) -> str:
     """The honest answer of a reply that went round in circles and found nothing, with what it tried."""
     return no_answer_summary(results, lead=NOTHING_FOUND, heading="What its steps tried:")

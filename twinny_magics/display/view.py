@@ -46,7 +46,7 @@ from twinny_magics.events import (
     TextDelta,
     UsageReported,
 )
-from twinny_magics.notes import NO_ANSWER
+from twinny_magics.notes import LOOP_ANSWERS, NO_ANSWER
 from twinny_magics.usage import Price, reply_usage
 
 log = logging.getLogger(__name__)
@@ -445,6 +445,17 @@ class ReplyView:
             item.body = reply.text
             self._show(item)
             self._print(reply.text)
+        elif not self.quiet and reply.text.startswith(LOOP_ANSWERS):
+            # The last step's text streamed, and is not the answer: the loop's answer takes its place (the
+            # model's text stays in the reply's steps).
+            item = self.texts.get(len(reply.steps)) or TextItem(len(reply.steps))
+            fresh = not item.body
+            item.body = reply.text
+            if fresh:
+                self._show(item)
+            else:
+                self._refresh_text(item)
+            self._print("\n" + reply.text)
         if self.quiet:
             if self._answer is None:
                 self._answer = TextItem(0)

@@ -113,6 +113,12 @@ class Offer:
             self.choose_mode(choice)
         return choice
 
+    @property
+    def checks_answers(self) -> bool:
+        """Whether an answer is checked against what the model read before it is shown (see
+        ``engine.supported``): on the embedded SmolLM2, too small to keep its prose to what it read."""
+        return _embedded_smollm2(self.server)
+
     # -- what a request carries ----------------------------------------------------------------------
 
     def grammar_setting(self) -> GrammarSetting:

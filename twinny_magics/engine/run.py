@@ -33,6 +33,7 @@ from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
     IMITATED_RESULT_NOTICE,
     NO_ANSWER,
+    NOTES_TOOL,
     act_now_prompt,
     announces_a_plan,
     edit_first_prompt,
@@ -42,6 +43,7 @@ from twinny_magics.notes import (
     no_answer_summary,
     notes_messages,
     nothing_found,
+    unsupported_answer,
     with_closing_prompt,
 )
 from twinny_magics.protocol.results import Imitation, imitated_results
@@ -59,6 +61,7 @@ from .meter import Meter, Weighed, reuses_cache
 from .offer import Offer
 from .question import Question
 from .reading import Heard, Reader, refuses_grammar
+from .supported import support, vocabulary
 from .telling import Teller
 
 #: The key of the head start's pseudo-call in the events (a call of step 0).
@@ -326,6 +329,7 @@ class Run:
                 return False
             if await self._check_quotes(record):
                 return False
+            self._check_support()
             reply.stopped = "answer"
             return True
         self.messages = [*self.messages, *await self.calls.run(record, text, calls, plan, self.messages)]
@@ -355,7 +359,25 @@ class Run:
             self.tell.notice("warning", "The model's closing text rested on nothing found: not shown.")
         else:
             reply.text = content
+            self._check_support()
         reply.stopped = "settled" if self.calls.settled else "stuck" if self.stuck else "steps"
+
+    def _check_support(self) -> None:
+        """On a model too small to trust its prose (the embedded SmolLM2), an answer about the workspace
+        that says what nothing it read says is replaced by what the head start and the steps found."""
+        if not self.offer.checks_answers or not self.question.about_workspace:
+            return
+        read = [m.result for m in self.messages if m.result is not None]
+        if self.reply.head_start is not None and self.reply.head_start not in read:
+            read.insert(0, self.reply.head_start)
+        if support(self.reply.text, vocabulary([self.question.text, *(r.output for r in read)])).holds:
+            return
+        self.reply.text = unsupported_answer([r for r in read if r.call.name != NOTES_TOOL])
+        self.tell.notice(
+            "warning",
+            "The model's answer said what nothing it read says (a 135M model often does): the reply shows "
+            "what it found instead. A larger model answers: %agent pull qwen2.5-coder-1.5b.",
+        )
 
     def _results(self) -> list[ToolResult]:
         """Every result of this reply's calls, in order."""
