@@ -111,8 +111,9 @@ QUESTION = "Which files are in this folder?"
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Workspace:
-    for name in ("context_budget.ipynb", "kernel_agent.ipynb", "quickstart.ipynb"):
+    for name in ("context_budget.ipynb", "kernel_agent.ipynb", "quickstart.ipynb", "tool_protocol.ipynb"):
         (tmp_path / name).write_text("{}\n")
+    (tmp_path / "prompt_tuning_with_a_long_name.ipynb").write_text("{}\n")
     (tmp_path / "sessions").mkdir()
     return Workspace(tmp_path)
 
@@ -131,6 +132,8 @@ def test_on_the_embedded_smollm2_a_made_up_answer_gives_way_to_what_was_found(wo
     assert "list_dir() →" in reply.text
     for name in ("context_budget.ipynb", "kernel_agent.ipynb", "quickstart.ipynb", "sessions/"):
         assert name in reply.text
+    assert "prompt_tuning_with_a_long_name.ipynb" in reply.text
+    assert "…" not in reply.text  # the listing whole: what was found is the answer now
     assert MADE_UP not in reply.text
     assert reply.steps[-1].text == MADE_UP  # the model's own text is kept, to inspect
     assert any("%agent pull" in n.text for n in reply.notices)

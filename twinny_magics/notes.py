@@ -144,9 +144,13 @@ UNSUPPORTED_ANSWER = (
 LOOP_ANSWERS = (NO_ANSWER, NOTHING_FOUND, UNSUPPORTED_ANSWER)
 
 
+#: In place of a made-up answer, what was found is the answer: a line a call, longer than a summary's.
+_FOUND_ANSWER_CHARS = 800
+
+
 def unsupported_answer(found: Sequence[ToolResult]) -> str:
     """The honest answer in place of a made-up one, with what the head start and the steps found."""
-    return no_answer_summary(found, lead=UNSUPPORTED_ANSWER)
+    return no_answer_summary(found, lead=UNSUPPORTED_ANSWER, line_chars=_FOUND_ANSWER_CHARS)
 
 
 def nothing_found(results: Sequence[ToolResult]) -> str:
@@ -155,7 +159,10 @@ def nothing_found(results: Sequence[ToolResult]) -> str:
 
 
 def no_answer_summary(
-    results: Sequence[ToolResult], lead: str = NO_ANSWER, heading: str = "What its steps found:"
+    results: Sequence[ToolResult],
+    lead: str = NO_ANSWER,
+    heading: str = "What its steps found:",
+    line_chars: int = _FOUND_LINE_CHARS,
 ) -> str:
     """What to show instead of a call written as the answer: say so, then what the steps found.
 
@@ -172,8 +179,8 @@ def no_answer_summary(
         arguments = ", ".join(f"{k}={v!r}" for k, v in result.call.arguments.items())
         found = " · ".join(line.strip() for line in result.output.splitlines() if line.strip()) or "(nothing)"
         outcome = "failed: " if result.is_error else ""
-        line = f"- {result.call.name}({arguments}) → {outcome}{mask_secrets(found[: _FOUND_LINE_CHARS * 2])}"
-        lines.append(line if len(line) <= _FOUND_LINE_CHARS else line[: _FOUND_LINE_CHARS - 1] + "…")
+        line = f"- {result.call.name}({arguments}) → {outcome}{mask_secrets(found[: line_chars * 2])}"
+        lines.append(line if len(line) <= line_chars else line[: line_chars - 1] + "…")
     return "\n".join(lines)
 
 
