@@ -748,7 +748,7 @@ def test_agent_models_and_agent_pull_in_the_magic(fake_hub: FakeHub, agent_shell
     with capture_output() as out:
         agent_shell.run_line_magic("agent", f"pull {NAME}")
     assert "100% of 3 MB" in out.stdout
-    assert f"`%%agent --model {NAME}` uses it" in out.stdout
+    assert f"`%%agent --model {NAME}` uses it; a session on the default SmolLM2 moves to it" in out.stdout
     with capture_output() as out:
         agent_shell.run_line_magic("agent", "models")
     assert f"%agent pull {NAME}" not in out.stdout
@@ -805,6 +805,51 @@ def test_agent_model_name_with_no_server_loads_the_pulled_file_through_the_magic
     assert reply.requests[-1].prompt_tokens  # the server counted the request: it answered
     assert reply.text.strip()
     assert not [n for n in reply.notices if n.kind == "model"]  # a model was asked for: no advice
+
+
+@pytest.mark.server
+def test_a_session_on_the_default_smollm2_moves_to_a_model_pulled_in_the_kernel(
+    gguf_hub: FakeHub, agent_shell: InteractiveShell, no_server: None
+) -> None:
+    cell = ("agent", "--steps 1 --window 2048 --quiet", "Say hello.")
+    with capture_output():
+        agent_shell.run_cell_magic(*cell)
+    session = agent_shell.run_line_magic("agent", "")
+    assert served_file(session) == smollm2_path()
+    assert [n for n in session.replies[-1].notices if n.kind == "model"]  # the advice, once
+    with capture_output():
+        agent_shell.run_line_magic("agent", f"pull {NAME}")
+    with capture_output():
+        agent_shell.run_cell_magic(*cell)
+    assert agent_shell.run_line_magic("agent", "") is session  # the same session, now on the pulled model
+    assert served_file(session) == models.pull(NAME).path
+    reply = session.replies[-1]
+    assert [n.text for n in reply.notices if n.kind == "model"] == [
+        f"{NAME} is on disk now: this session moves to it from SmolLM2 (the embedded server loads it; the "
+        "conversation so far is kept)."
+    ]
+    assert reply.requests[-1].prompt_tokens  # the pulled model answered
+    assert len(session.replies) == 2  # the conversation so far is kept
+    with capture_output():
+        agent_shell.run_cell_magic(*cell)
+    assert not [n for n in session.replies[-1].notices if n.kind == "model"]  # said once
+
+
+@pytest.mark.server
+def test_a_session_that_named_its_model_does_not_follow_a_pull(
+    gguf_hub: FakeHub, agent_shell: InteractiveShell, no_server: None, tmp_path: Path
+) -> None:
+    local = tmp_path / "my-model.gguf"
+    local.symlink_to(smollm2_path())
+    cell = ("agent", f"--model {local} --steps 1 --window 2048 --quiet", "Say hello.")
+    with capture_output():
+        agent_shell.run_cell_magic(*cell)
+    with capture_output():
+        agent_shell.run_line_magic("agent", f"pull {NAME}")
+        agent_shell.run_cell_magic(*cell)
+    session = agent_shell.run_line_magic("agent", "")
+    assert served_file(session) == local
+    assert not [n for n in session.replies[-1].notices if n.kind == "model"]
 
 
 @pytest.mark.server

@@ -477,6 +477,10 @@ class Agent:
     async def _answer(self, reply: Reply, on_event: EventSink | None) -> Reply:
         emit = on_event or (lambda event: None)
         question = reply.question
+        moved = self._follow_a_pull()
+        if moved is not None:
+            reply.notices.append(moved)
+            emit(moved)
         loop = self._build_loop()
         told = self._default_model_notice()
         if told is not None:
@@ -496,19 +500,43 @@ class Agent:
             self._record(reply)
         return reply
 
+    def _runs_default_smollm2(self) -> bool:
+        """Whether the session chose its server with nothing configured and got the embedded SmolLM2."""
+        server: object = self._server  # any server may be the embedded one
+        if not self._chose_default or not isinstance(server, MaybeEmbedded) or server.embedded is None:
+            return False
+        embedded = server.embedded
+        return "smollm2" in (embedded.alias if isinstance(embedded, Named) else "smollm2").lower()
+
+    def _follow_a_pull(self) -> Notice | None:
+        """Nothing configured and on the default SmolLM2: once a catalog model is on disk (``%agent pull``
+        in this kernel), the session moves to it, as a restarted kernel would; a notice says so. The
+        estimate starts afresh, since the new model counts tokens its own way (see docs/models.md)."""
+        if self._loop is None or not self._runs_default_smollm2():
+            return None
+        from .models import best_on_disk  # noqa: PLC0415
+
+        try:
+            found = best_on_disk()
+        except OSError:  # a cache that cannot be read: stay on what runs
+            return None
+        if found is None:
+            return None
+        self._server = None
+        self._loop = None
+        self.estimator = TokenEstimator()
+        return Notice(
+            "model",
+            f"{found.name} is on disk now: this session moves to it from SmolLM2 (the embedded server loads "
+            "it; the conversation so far is kept).",
+        )
+
     def _default_model_notice(self) -> Notice | None:
         """Once a process, on the default SmolLM2 (nothing configured): that it rarely answers, and the one
         command that gets a model that does (see docs/models.md)."""
-        server: object = self._server  # any server may be the embedded one
-        if not self._chose_default or not isinstance(server, MaybeEmbedded):
-            return None
-        embedded = server.embedded
-        if embedded is None:
-            return None
         from .models.advice import default_model_notice  # noqa: PLC0415
 
-        alias = embedded.alias if isinstance(embedded, Named) else "smollm2"  # unnamed: the default model
-        text = default_model_notice(runs_smollm2="smollm2" in alias.lower())
+        text = default_model_notice(runs_smollm2=self._runs_default_smollm2())
         return Notice("model", text) if text is not None else None
 
     def _kept(self, reply: Reply) -> bool:

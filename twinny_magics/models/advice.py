@@ -23,9 +23,9 @@ def smollm2_notice() -> str:
     return (
         f"This ran on the embedded SmolLM2-135M, the model that ships with the package: at 135M parameters "
         f"it rarely answers ({smol.measured.split(',')[0]}). One command gets a model that does: "
-        f"`%agent pull {good.name}` ({human_size(good.size)}, once; {good.measured.split(',')[0]}). Then "
-        f"`%%agent --model {good.name}` uses it, and so does every cell after a kernel restart. Or point the "
-        "cell at a server: `%%agent --server URL`."
+        f"`%agent pull {good.name}` ({human_size(good.size)}, once; {good.measured.split(',')[0]}); this "
+        "session moves to it at its next cell, and every new one uses it. Or point the cell at a server: "
+        "`%%agent --server URL`."
     )
 
 

@@ -89,7 +89,10 @@ class PullReport:
             if p.downloaded
             else "already on disk, checked"
         )
-        return f"{p.model.name}: {how}, at {p.path}. `%%agent --model {p.model.name}` uses it."
+        return (
+            f"{p.model.name}: {how}, at {p.path}. `%%agent --model {p.model.name}` uses it; a session on "
+            "the default SmolLM2 moves to it at its next cell."
+        )
 
 
 def magic_pull(args: Sequence[str], *, shell: Any = None, out: TextIO | None = None) -> PullReport:
