@@ -222,11 +222,14 @@ def notebook_cells(path: Path) -> list[dict[str, Any]]:
 # -- judging answers -------------------------------------------------------------------------------------
 
 
-def no_answer_prefix() -> str:
-    """How the loop starts a reply whose model wrote a call instead of an answer (see twinny_magics.notes)."""
+def no_answer_prefix() -> tuple[str, ...]:
+    """How the loop starts a reply it wrote in place of the model's answer (see twinny_magics.notes): a call
+    written as the answer, nothing found, or an answer that did not rest on what the model read. Such a
+    reply may quote what was found, and what was found is not the model's answer."""
     from twinny_magics import notes
 
-    return str(getattr(notes, "NO_ANSWER", "The model did not answer"))
+    leads = getattr(notes, "LOOP_ANSWERS", None) or (getattr(notes, "NO_ANSWER", "The model did not answer"),)
+    return tuple(str(lead) for lead in leads)
 
 
 @dataclass(frozen=True)

@@ -189,9 +189,14 @@ def test_a_reply_that_did_not_answer_fails_even_when_its_steps_found_the_answer(
 ) -> None:
     root, tasks = built["pluggy"]
     task = next(t for t in tasks if t.name == "locate-PluginValidationError")
-    summary = f"{tasks_common.no_answer_prefix()} What its steps found:\n- src/pluggy/_manager.py:49"
-    assert task.check.grade(summary) is True
-    assert not judged(task, summary, root)
+    # Every reply the loop writes in place of the model's: a call as the answer, nothing found, an answer
+    # that did not rest on what the model read (SmolLM2's honest reply quotes what was found).
+    leads = tasks_common.no_answer_prefix()
+    assert len(leads) == 3
+    for lead in leads:
+        summary = f"{lead} What its steps found:\n- src/pluggy/_manager.py:49"
+        assert task.check.grade(summary) is True
+        assert not judged(task, summary, root)
 
 
 def test_each_edit_passes_only_as_the_intended_change(

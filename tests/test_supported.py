@@ -45,13 +45,15 @@ def fenced(name: str, **arguments: Any) -> str:
 # -- the measure, alone ---------------------------------------------------------------------------------
 
 
-def test_names_are_words_whole_and_in_parts() -> None:
+def test_names_are_words_whole_in_their_path_steps_and_in_parts() -> None:
     words = content_words("See context_budget.ipynb and getUserName in src/app.py, port 8000.")
-    for word in ("context_budget.ipynb", "context", "budget", "ipynb", "getusername", "user", "src/app.py"):
+    for word in ("context_budget.ipynb", "getusername", "user", "src/app.py", "app.py", "src", "8000"):
         assert word in words
-    assert "8000" in words
     assert "see" not in words
     assert "and" not in words
+    # The forms of a word are one word.
+    assert content_words("matches") == content_words("matched") == content_words("match")
+    assert content_words("combined") == content_words("combine")
 
 
 @pytest.mark.parametrize(
@@ -76,9 +78,6 @@ def test_an_answer_from_what_was_read_holds(answer: str) -> None:
         "module. The output is a Python module.",
         "The output is a list of files located in the workspace root folder that contain the shell code "
         "module, which is part of the Python interactive Python module.",
-        "The workspace root contains the following files:\n- sessions/\n- context_budget.ipynb\n"
-        "The kernel agent is a Python module that allows you to run Python scripts in a web-based "
-        "environment.",
         "You're out of tool calls for this reply. You've already called a tool, but no more you will.",
         "The folder has 9 entries, each of them a web-based Python module.",  # a count nothing said
         "",
@@ -88,10 +87,30 @@ def test_an_answer_that_says_what_nothing_read_says_does_not_hold(answer: str) -
     assert not support(answer, READ).holds
 
 
-def test_a_sentence_said_again_is_weighed_once() -> None:
+def test_a_sentence_said_again_is_left_out() -> None:
     said = support("- quickstart.ipynb\n" * 9, READ)
-    assert said.repeated == 8
     assert said.holds
+    assert said.cut
+    assert said.kept == "- quickstart.ipynb"
+
+
+def test_the_beginning_up_to_the_first_made_up_sentence_is_kept() -> None:
+    answer = (
+        "The workspace root contains the following files:\n- sessions/\n- context_budget.ipynb\n"
+        "The kernel agent is a Python module that allows you to run Python scripts in a web-based "
+        "environment. And quickstart.ipynb."
+    )
+    said = support(answer, READ)
+    assert said.holds
+    assert said.kept == answer.split("\nThe kernel", maxsplit=1)[0]
+    # Sentences on one line stay on one line.
+    said = support("It has quickstart.ipynb. It has kernel_agent.ipynb. It runs a web server on Mars.", READ)
+    assert said.kept == "It has quickstart.ipynb. It has kernel_agent.ipynb."
+    # An answer with nothing left out is kept as it was written.
+    assert support("  quickstart.ipynb  \n\n", READ).kept == "quickstart.ipynb"
+    assert not support("  quickstart.ipynb  \n\n", READ).cut
+    # A made-up first sentence leaves nothing.
+    assert not support("It is a web server on Mars. quickstart.ipynb is there.", READ).holds
 
 
 def test_the_measure_is_linear_on_a_long_answer() -> None:
@@ -143,6 +162,14 @@ def test_on_the_embedded_smollm2_an_answer_from_what_was_read_stands(workspace: 
     good = "The folder has context_budget.ipynb, kernel_agent.ipynb, quickstart.ipynb and sessions/."
     reply = run(EmbeddedLike([fenced("list_dir"), good], kind="llamacpp"), workspace)
     assert reply.text == good
+
+
+def test_on_the_embedded_smollm2_an_answer_that_strays_is_cut_where_it_strays(workspace: Workspace) -> None:
+    wrote = "The folder has quickstart.ipynb and sessions/.\nThe kernel agent runs a web-based environment."
+    reply = run(EmbeddedLike([fenced("list_dir"), wrote], kind="llamacpp"), workspace)
+    assert reply.text == "The folder has quickstart.ipynb and sessions/."
+    assert reply.steps[-1].text == wrote
+    assert any("reply shows its beginning" in n.text for n in reply.notices)
 
 
 def test_the_closing_answer_is_checked_too(workspace: Workspace) -> None:

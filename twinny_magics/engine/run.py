@@ -363,14 +363,23 @@ class Run:
         reply.stopped = "settled" if self.calls.settled else "stuck" if self.stuck else "steps"
 
     def _check_support(self) -> None:
-        """On a model too small to trust its prose (the embedded SmolLM2), an answer about the workspace
-        that says what nothing it read says is replaced by what the head start and the steps found."""
+        """On a model too small to trust its prose (the embedded SmolLM2), an answer about the workspace is
+        cut before its first sentence that says what nothing it read says; when what is left names nothing
+        it read, it is replaced by what the head start and the steps found."""
         if not self.offer.checks_answers or not self.question.about_workspace:
             return
         read = [m.result for m in self.messages if m.result is not None]
         if self.reply.head_start is not None and self.reply.head_start not in read:
             read.insert(0, self.reply.head_start)
-        if support(self.reply.text, vocabulary([self.question.text, *(r.output for r in read)])).holds:
+        said = support(self.reply.text, vocabulary([self.question.text, *(r.output for r in read)]))
+        if said.holds:
+            if said.cut:
+                self.reply.text = said.kept
+                self.tell.notice(
+                    "warning",
+                    "The model's answer went on to say what nothing it read says (or said it again): the "
+                    "reply shows its beginning; the whole text is in the reply's last step.",
+                )
             return
         self.reply.text = unsupported_answer([r for r in read if r.call.name != NOTES_TOOL])
         self.tell.notice(

@@ -3,9 +3,10 @@
 SmolLM2-135M, the model that runs when nothing else is configured, reads a listing right and then writes
 "the output is a Python module" or "a web-based web environment" around it. An answer from such a model is
 kept only when what it says comes from what it read: the question, the head start and the tool results.
-Each sentence (or list line) is weighed by the share of its content words found there; a sentence said
-before is said once. The answer stands when most of it is supported and it names something it read;
-otherwise the reply says so and shows what the steps found (see ``notes.no_answer_summary``).
+Each sentence (or list line) is weighed by the share of its content words found there. The answer is
+read up to its first sentence mostly not found there (a sentence said again is left out); that beginning
+is the answer when it names something it read and most of its words were read. Otherwise the reply says
+so and shows what the steps found (see ``notes.unsupported_answer``).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ _STOP = frozenset(_STOP_WORDS.split())
 
 
 def content_words(text: str) -> list[str]:
-    """The words of ``text`` that carry its claims, lower-cased: names whole and split into their parts
-    (``context_budget.ipynb`` gives ``context_budget.ipynb``, ``context``, ``budget``, ``ipynb``)."""
+    """The words of ``text`` that carry its claims, lower-cased: names whole, each part of a path, and
+    split into their parts (``src/context_budget.ipynb`` gives ``src/context_budget.ipynb``, ``src``,
+    ``context_budget.ipynb``, ``context``, ``budget``, ``ipynb``); prose words stemmed."""
     words: list[str] = []
     for token in _TOKEN.findall(text):
         whole = token.lower().strip("./-")
@@ -49,22 +51,25 @@ def content_words(text: str) -> list[str]:
         parts = [p.lower() for p in _PARTS.findall(token)]
         if len(parts) > 1 or (whole and whole not in parts):
             words.append(whole)
+            words.extend(step for step in whole.split("/") if step and step != whole)
         words.extend(_stem(p) for p in parts if len(p) > 2 and p not in _STOP and not p.isdigit())
     return [w for w in words if w and w not in _STOP]
 
 
 def _stem(word: str) -> str:
-    """``word`` without the endings that leave its sense alone (``matches``, ``matched``, ``matching``)."""
-    for ending in ("ing", "es", "ed", "s"):
+    """``word`` cut to what its forms share (``match``, ``matches``, ``matched``; ``combine``,
+    ``combined``): one ending off, then at most five letters."""
+    for ending in ("ing", "ed", "s"):
         if word.endswith(ending) and len(word) - len(ending) >= 3:
-            return word[: -len(ending)]
-    return word
+            word = word[: -len(ending)]
+            break
+    return word[:5]
 
 
 @dataclass(frozen=True)
 class Read:
-    """What the model read, as words: every content word, and those that are names (a file, a path, a
-    dotted or underscored name, anything with a digit)."""
+    """What the model read, as words: every content word, and those that are names (a file, a path or a
+    part of one, a dotted or underscored name, anything with a digit)."""
 
     words: frozenset[str]
     names: frozenset[str]
@@ -76,66 +81,92 @@ def vocabulary(texts: Iterable[str]) -> Read:
     names: set[str] = set()
     for text in texts:
         words.update(content_words(text))
-        names.update(
-            token.lower().strip("./-")
-            for token in _TOKEN.findall(text)
-            if any(c in token for c in "._/0123456789")
-        )
+        for token in _TOKEN.findall(text):
+            if any(c in token for c in "._/0123456789"):
+                whole = token.lower().strip("./-")
+                names.add(whole)
+                names.update(step for step in whole.split("/") if any(c in step for c in "._0123456789"))
     names.discard("")
     return Read(frozenset(words), frozenset(names))
 
 
-def _units(answer: str) -> list[str]:
+@dataclass(frozen=True)
+class _Unit:
+    """A sentence or a list line of an answer, and the line it is on."""
+
+    text: str
+    line: int
+
+
+def _units(answer: str) -> list[_Unit]:
     """The answer's sentences and list lines, in order."""
-    units: list[str] = []
-    for line in answer.splitlines():
-        units.extend(part.strip() for part in _SENTENCE_END.split(line.strip()) if part.strip())
-    return units
+    return [
+        _Unit(part.strip(), number)
+        for number, line in enumerate(answer.splitlines())
+        for part in _SENTENCE_END.split(line.strip())
+        if part.strip()
+    ]
 
 
 @dataclass(frozen=True)
 class Support:
-    """How far an answer rests on what the model read."""
+    """How far an answer rests on what the model read, and its beginning that does."""
 
-    #: Content words of the answer found in what was read, and all its content words (repeats counted once).
+    #: The answer's beginning up to its first sentence mostly not in what was read (a sentence said
+    #: again left out): what may be shown.
+    kept: str
+    #: Whether anything was left out (a sentence said again, or all from a made-up one on).
+    cut: bool
+    #: Content words of ``kept`` found in what was read, and all its content words (each counted once).
     found: int
     words: int
-    #: Sentences whose words were mostly not in what was read, and sentences said again.
-    unsupported: int
-    repeated: int
-    #: Whether it names something it read (a file, a path, a dotted or underscored name).
+    #: Whether ``kept`` names something it read (a file, a path, a dotted or underscored name, a number).
     names_something: bool
 
     @property
     def share(self) -> float:
-        """The supported share of the answer's content words (1.0 for an answer with none)."""
+        """The supported share of the kept words (1.0 when there are none)."""
         return self.found / self.words if self.words else 1.0
 
     @property
     def holds(self) -> bool:
-        """Whether the answer stands: mostly supported, no sentence mostly made up, and it names something."""
-        return self.names_something and self.unsupported == 0 and self.share >= ANSWER_SUPPORT
+        """Whether the kept beginning stands as the answer: it names something read, and three quarters
+        of its words were read."""
+        return bool(self.kept) and self.names_something and self.share >= ANSWER_SUPPORT
 
 
 def support(answer: str, read: Read) -> Support:
-    """How far ``answer`` rests on ``read``."""
+    """How far ``answer`` rests on ``read``: its beginning up to the first made-up sentence, weighed."""
     seen_units: set[str] = set()
     seen_words: set[str] = set()
-    unsupported = repeated = 0
+    kept: list[_Unit] = []
+    cut = False
     named = False
     for unit in _units(answer):
-        key = " ".join(_LIST_MARK.sub("", unit).lower().split())
+        key = " ".join(_LIST_MARK.sub("", unit.text).lower().split())
         if key in seen_units:
-            repeated += 1
+            cut = True
             continue
         seen_units.add(key)
-        words = set(content_words(unit))
-        if not words:
-            continue
-        inside = words & read.words
+        words = set(content_words(unit.text))
+        if words and len(words & read.words) / len(words) < SENTENCE_SUPPORT:
+            cut = True
+            break
+        kept.append(unit)
         named = named or bool(words & read.names)
-        if len(inside) / len(words) < SENTENCE_SUPPORT:
-            unsupported += 1
         seen_words |= words
-    found = len(seen_words & read.words)
-    return Support(found, len(seen_words), unsupported, repeated, named)
+    text = answer.strip() if not cut else _joined(kept)
+    return Support(text, cut, len(seen_words & read.words), len(seen_words), named)
+
+
+def _joined(units: list[_Unit]) -> str:
+    """``units`` written back: on one line as sentences, on new lines where they were."""
+    lines: list[str] = []
+    last = -1
+    for unit in units:
+        if unit.line == last:
+            lines[-1] += " " + unit.text
+        else:
+            lines.append(unit.text)
+        last = unit.line
+    return "\n".join(lines)
