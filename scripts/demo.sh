@@ -11,8 +11,8 @@ setup_test_env
 cat <<'EOF'
 
 SmolLM2-135M (the embedded default) shows the loop working but rarely answers. A model that does, one
-command away (1.12 GB, once), then the same cell on it:
+command away (1.12 GB, once); the next cell runs on it:
     %agent pull qwen2.5-coder-1.5b
-    %%agent --model qwen2.5-coder-1.5b
+    %%agent
     Which files are in this folder?
 EOF
