@@ -63,7 +63,7 @@ def test_names_are_words_whole_in_their_path_steps_and_in_parts() -> None:
         "- kernel_agent.ipynb\n- prompt_tuning.ipynb\n- quickstart.ipynb\n- tool_protocol.ipynb",
         "Six entries: context_budget.ipynb, kernel_agent.ipynb, prompt_tuning.ipynb, quickstart.ipynb, "
         "tool_protocol.ipynb and a sessions/ folder.",
-        "The quickstart notebook is quickstart.ipynb.",
+        "quickstart.ipynb is the quickstart.",
     ],
 )
 def test_an_answer_from_what_was_read_holds(answer: str) -> None:
@@ -79,6 +79,10 @@ def test_an_answer_from_what_was_read_holds(answer: str) -> None:
         "The output is a list of files located in the workspace root folder that contain the shell code "
         "module, which is part of the Python interactive Python module.",
         "You're out of tool calls for this reply. You've already called a tool, but no more you will.",
+        # Sampled live at 7fd32c0, kept by a laxer bar (60% a sentence, number words not claims).
+        "The workspace root has 6 files, and the list of files is a tuple.",
+        "The workspace root contains three files: sessions/ and kernel_agent.ipynb, which is a context "
+        "buffer in Python.",
         "The folder has 9 entries, each of them a web-based Python module.",  # a count nothing said
         "",
     ],
