@@ -224,6 +224,18 @@ def test_what_was_found_is_shown_masked_and_inert(tmp_path: Path) -> None:
     assert "<img" not in html
 
 
+def test_the_embedded_smollm2_writes_a_short_reply(workspace: Workspace) -> None:
+    """Its right answers are a sentence or a short list; past that it loops until the cap."""
+    from twinny_magics.engine.offer import TINY_MODEL_REPLY_TOKENS
+
+    server = EmbeddedLike([fenced("list_dir"), "quickstart.ipynb."], kind="llamacpp")
+    run(server, workspace)
+    assert [r.max_tokens for r in server.requests] == [TINY_MODEL_REPLY_TOKENS] * 2
+    other = ScriptedServer([fenced("list_dir"), "quickstart.ipynb."], kind="llamacpp")
+    run(other, workspace)
+    assert all((r.max_tokens or 0) > TINY_MODEL_REPLY_TOKENS for r in other.requests)
+
+
 def test_the_view_shows_the_honest_answer_in_place_of_the_streamed_text(workspace: Workspace) -> None:
     view = ReplyView("q")
     server = EmbeddedLike([fenced("list_dir"), MADE_UP], kind="llamacpp")

@@ -191,6 +191,8 @@ class Offer:
         grammar = self.grammar_for(step, last) if tools is None else None
         if grammar is not None:
             extra["grammar"] = grammar
+        if self.checks_answers:
+            reply_tokens = min(reply_tokens, TINY_MODEL_REPLY_TOKENS)
         return ChatRequest(
             messages=rendered,
             tools=tools,
@@ -199,6 +201,11 @@ class Offer:
             temperature=self.settings.temperature,
             extra=extra,
         )
+
+
+#: The most a reply of the embedded SmolLM2 may write: its answers that are right are a sentence or a short
+#: list, and past that it loops or rambles until the cap (a sampled quickstart reply ran 288 s on 2 cores).
+TINY_MODEL_REPLY_TOKENS = 384
 
 
 def _embedded_smollm2(server: ModelServer) -> bool:
