@@ -248,6 +248,7 @@ ORDER = (
     "citations",
     "fenced_edits",
     "grounding",
+    "supported",
     "run",
 )
 #: What the engine never imports: its caller, and the layers above the loop.

@@ -33,7 +33,6 @@ from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
     IMITATED_RESULT_NOTICE,
     NO_ANSWER,
-    NOTES_TOOL,
     act_now_prompt,
     announces_a_plan,
     edit_first_prompt,
@@ -43,7 +42,6 @@ from twinny_magics.notes import (
     no_answer_summary,
     notes_messages,
     nothing_found,
-    unsupported_answer,
     with_closing_prompt,
 )
 from twinny_magics.protocol.results import Imitation, imitated_results
@@ -61,7 +59,7 @@ from .meter import Meter, Weighed, reuses_cache
 from .offer import Offer
 from .question import Question
 from .reading import Heard, Reader, refuses_grammar
-from .supported import support, vocabulary
+from .supported import settle
 from .telling import Teller
 
 #: The key of the head start's pseudo-call in the events (a call of step 0).
@@ -282,7 +280,8 @@ class Run:
     async def _outcome(self, answer: _Answer, last: bool, plan: ContextPlan) -> bool:
         """Act on a step's answer; whether the reply is over."""
         reply, text, calls = self.reply, answer.text, answer.calls
-        problems = [self.question.aim(p, self._example) for p in answer.problems]
+        listing = protocol.workspace_example(self.tools.definitions()) if answer.problems else ""
+        problems = [self.question.aim(p, listing) for p in answer.problems]
         imitation = imitated_results(text, self.tools.definitions())
         if imitation is not None:
             # Only the loop writes results: an imitated one is kept neither as the step's text nor in the
@@ -363,30 +362,14 @@ class Run:
         reply.stopped = "settled" if self.calls.settled else "stuck" if self.stuck else "steps"
 
     def _check_support(self) -> None:
-        """On a model too small to trust its prose (the embedded SmolLM2), an answer about the workspace is
-        cut before its first sentence that says what nothing it read says; when what is left names nothing
-        it read, it is replaced by what the head start and the steps found."""
-        if not self.offer.checks_answers or not self.question.about_workspace:
-            return
-        read = [m.result for m in self.messages if m.result is not None]
-        if self.reply.head_start is not None and self.reply.head_start not in read:
-            read.insert(0, self.reply.head_start)
-        said = support(self.reply.text, vocabulary([self.question.text, *(r.output for r in read)]))
-        if said.holds:
-            if said.cut:
-                self.reply.text = said.kept
-                self.tell.notice(
-                    "warning",
-                    "The model's answer went on to say what nothing it read says (or said it again): the "
-                    "reply shows its beginning; the whole text is in the reply's last step.",
-                )
-            return
-        self.reply.text = unsupported_answer([r for r in read if r.call.name != NOTES_TOOL])
-        self.tell.notice(
-            "warning",
-            "The model's answer said what nothing it read says (a 135M model often does): the reply shows "
-            "what it found instead. A larger model answers: %agent pull qwen2.5-coder-1.5b.",
-        )
+        """On a model too small to trust its prose (the embedded SmolLM2), the answer as what it read
+        supports it (see :func:`.supported.settle`)."""
+        if self.offer.checks_answers and self.question.about_workspace:
+            read = [m.result for m in self.messages if m.result is not None]
+            settled = settle(self.reply.text, self.question.text, read, self.reply.head_start)
+            self.reply.text = settled.text
+            if settled.notice:
+                self.tell.notice("warning", settled.notice)
 
     def _results(self) -> list[ToolResult]:
         """Every result of this reply's calls, in order."""
@@ -436,11 +419,6 @@ class Run:
         record.problems = ["quoted a string that no file has: told to look it up"]
         reply.text, reply.citations = "", []
         return True
-
-    @property
-    def _example(self) -> str:
-        """The tool list's example call, for a problem message when the question has no word to search."""
-        return protocol.workspace_example(self.tools.definitions())
 
     def _without_imitation(self, imitation: Imitation, calls: list[ToolCall]) -> str:
         """A reply's text without the results it imitated; in text mode with the call it is read as,

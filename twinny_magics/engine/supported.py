@@ -12,8 +12,11 @@ so and shows what the steps found (see ``notes.unsupported_answer``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from twinny_magics.conversation import ToolResult
+from twinny_magics.notes import NOTES_TOOL, unsupported_answer
 
 #: A sentence is supported when at least this share of its content words is in what the model read (a
 #: strict bar: a right answer taken for a made-up one still shows what was found; the other way round shows
@@ -172,3 +175,35 @@ def _joined(units: list[_Unit]) -> str:
             lines.append(unit.text)
         last = unit.line
     return "\n".join(lines)
+
+
+#: The notices that say what became of the model's answer.
+CUT_NOTICE = (
+    "The model's answer went on to say what nothing it read says (or said it again): the reply shows its "
+    "beginning; the whole text is in the reply's last step."
+)
+REPLACED_NOTICE = (
+    "The model's answer said what nothing it read says (a 135M model often does): the reply shows what it "
+    "found instead. A larger model answers: %agent pull qwen2.5-coder-1.5b."
+)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The answer to show, and the notice that says why it is not the model's text as written."""
+
+    text: str
+    notice: str | None = None
+
+
+def settle(
+    answer: str, question: str, read: Sequence[ToolResult], head_start: ToolResult | None = None
+) -> Settled:
+    """``answer`` as what the model read supports it: as written, cut before its first made-up sentence,
+    or, when what is left names nothing read, the honest reply with what the head start and the calls
+    (``read``, the conversation's results) found."""
+    found = [head_start, *read] if head_start is not None and head_start not in read else list(read)
+    said = support(answer, vocabulary([question, *(r.output for r in found)]))
+    if said.holds:
+        return Settled(said.kept, CUT_NOTICE) if said.cut else Settled(answer)
+    return Settled(unsupported_answer([r for r in found if r.call.name != NOTES_TOOL]), REPLACED_NOTICE)
