@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .budget import MAX_RATIO, MIN_RATIO, ContextPlan, TokenEstimator, plan_context
-from .contracts import Addressed, EventSink, MaybeEmbedded, ModelServer, Named, PendingChange, Toolset
+from .contracts import Addressed, EventSink, MaybeEmbedded, ModelServer, PendingChange, Toolset
 from .conversation import Message, assistant, user
+from .engine.offer import embedded_smollm2
 from .events import Notice, Reply, ReplyFinished
 from .loop import Loop
 from .notes import NoteEntry, turn_notes
@@ -502,11 +503,7 @@ class Agent:
 
     def _runs_default_smollm2(self) -> bool:
         """Whether the session chose its server with nothing configured and got the embedded SmolLM2."""
-        server: object = self._server  # any server may be the embedded one
-        if not self._chose_default or not isinstance(server, MaybeEmbedded) or server.embedded is None:
-            return False
-        embedded = server.embedded
-        return "smollm2" in (embedded.alias if isinstance(embedded, Named) else "smollm2").lower()
+        return self._chose_default and self._server is not None and embedded_smollm2(self._server)
 
     def _follow_a_pull(self) -> Notice | None:
         """Nothing configured and on the default SmolLM2: once a catalog model is on disk (``%agent pull``

@@ -117,7 +117,7 @@ class Offer:
     def checks_answers(self) -> bool:
         """Whether an answer is checked against what the model read before it is shown (see
         ``engine.supported``): on the embedded SmolLM2, too small to keep its prose to what it read."""
-        return _embedded_smollm2(self.server)
+        return embedded_smollm2(self.server)
 
     # -- what a request carries ----------------------------------------------------------------------
 
@@ -131,7 +131,7 @@ class Offer:
         if any(key in extra for key in ("grammar", "json_schema", "response_format")):
             return "off"  # the user's own constraint wins
         if setting == "auto":
-            if not _embedded_smollm2(self.server):
+            if not embedded_smollm2(self.server):
                 return "lazy"  # larger models answer and call without being held to either
             # SmolLM2 writes no well-formed call unless one is required; but a head start in the first
             # request may already hold the answer, and requiring a call there forbade answering from it.
@@ -208,7 +208,7 @@ class Offer:
 TINY_MODEL_REPLY_TOKENS = 384
 
 
-def _embedded_smollm2(server: ModelServer) -> bool:
+def embedded_smollm2(server: ModelServer) -> bool:
     """Whether the server is the embedded one running SmolLM2 (it may run another GGUF)."""
     embedded = server.embedded if isinstance(server, MaybeEmbedded) else None
     if embedded is None:
