@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "options",
         "outline",
         "retrieval",
+        "tally",
         "cells",
     ),
     ("engine/",),

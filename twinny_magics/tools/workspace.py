@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from twinny_magics import cells, retrieval
+from twinny_magics import cells, retrieval, tally
 from twinny_magics.contracts import Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
@@ -43,6 +43,12 @@ SEARCH_CHARS = 6000
 EVIDENCE_CHUNKS = 4
 #: How long the head start may spend indexing before a reply's first request.
 HEAD_START_SECONDS = 5.0
+#: A count question's head start gives the counts of at most this many of the files it names, in at most
+#: this share of the head start's room; a line longer than TALLY_LINE_CHARS is cut (its file then may not
+#: parse as Python, and gives fewer counts).
+TALLY_FILES = 2
+TALLY_SHARE = 0.3
+TALLY_LINE_CHARS = 4000
 #: The kernel tools a window under `ROOMY_WINDOW` tokens goes without (about 330 tokens of every request).
 ROOMY_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.roomy)
 ROOMY_WINDOW = 4096
@@ -354,12 +360,44 @@ class Workspace:
         # A first reply in a big folder waits at most HEAD_START_SECONDS for the index; the rest of it is
         # read by later calls (the map says how many files wait).
         survey = self.index.update(HEAD_START_SECONDS)
-        files = ""
+        files = counts = ""
         if survey.files:  # an empty folder: nothing to map or find, and "(no files)" only distracts
             terms = retrieval.query_terms(question)
+            counts = self._counts(question, survey, int(chars * TALLY_SHARE)) if evidence else ""
+            chars -= len(counts) + 1 if counts else 0
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
-        return mask_secrets("\n".join(part for part in (ran, files) if part))
+        return mask_secrets("\n".join(part for part in (ran, files, counts) if part))
+
+    def _counts(self, question: str, survey: retrieval.Survey, chars: int) -> str:
+        """For a question that asks how many and names a file, the counts of what that file holds
+        (`tally`), made over the whole file, within ``chars``; '' otherwise."""
+        if not tally.asks_count(question):
+            return ""
+        named = retrieval.named_in(question)
+        paths = [f.path for f in survey.files if named.names_file(f.path)][:TALLY_FILES]
+        wanted = [chain[-1] for chain in named.names] + retrieval.query_terms(question)
+        blocks = []
+        for path in paths:
+            try:
+                reader = files.TextLines(
+                    self._conf.resolve(path), keep=TALLY_LINE_CHARS, budget=tally.TALLY_CHARS
+                )
+                lines = [head for head, _ in reader]
+            except (OSError, WorkspaceError, ValueError):
+                continue
+            counted = tally.tally(path, lines, wanted)
+            if reader.truncated:
+                counted = [f"the first {len(lines)} lines (the file goes on): " + counted[0], *counted[1:]]
+            blocks.append("\n".join([f"{path}:", *(f"- {line}" for line in counted)]))
+        if not blocks:
+            return ""
+        lead = "Counted by the loop over the whole file (exact: use these numbers, do not count lines shown):"
+        text = "\n".join([lead, *blocks])
+        if len(text) <= chars:
+            return text
+        cut = text.rfind("\n", 0, chars)
+        return text[:cut] if cut > len(lead) else ""
 
     def _cells_ran(self, question: str, chars: int) -> str:
         """For a question about what ran in the notebook, the newest cells run in the kernel (their

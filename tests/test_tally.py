@@ -1,0 +1,277 @@
+"""Counts the loop makes of a file a count question names (twinny_magics.tally), and where they go: the
+head start of such a question, after the evidence; hostile files give fewer counts, never an error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from twinny_magics import tally
+from twinny_magics.agent import Agent
+from twinny_magics.servers.scripted import ScriptedServer
+from twinny_magics.tools.notebook import notebook_lines
+from twinny_magics.tools.workspace import TALLY_SHARE, Workspace
+
+TESTS = """\
+import pytest
+
+
+def helper():
+    return 1
+
+
+def test_one():
+    assert helper()
+
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_two(x):
+    assert x
+
+
+async def test_three():
+    pass
+
+
+class TestGroup:
+    def setup_method(self):
+        pass
+
+    def test_a(self):
+        pass
+
+    def test_b(self):
+        pass
+"""
+
+LIBRARY = """\
+__all__ = ["Base", "Left", "Right", "make"]
+__all__ += ["extra"]
+NAMES = ("a", "b", "c")
+EMPTY = []
+TABLE = {"x": 1, "y": 2}
+
+
+class Base:
+    KINDS = ["one", "two"]
+
+    def run(self):
+        pass
+
+
+class Left(Base):
+    pass
+
+
+class Right(Base, dict):
+    pass
+
+
+class Other(object):
+    pass
+
+
+@register("left")
+def make():
+    pass
+
+
+@register("right")
+def unmake():
+    pass
+"""
+
+
+def lines_of(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def test_python_tests_are_counted_apart_from_helpers_and_methods() -> None:
+    lines = lines_of(TESTS)
+    counted = tally.tally("tests/test_x.py", lines)
+    assert counted[0] == f"lines: {len(lines)} ({sum(1 for x in lines if x.strip())} not blank)"
+    assert "top-level functions (def): 4 (helper, test_one, test_two, test_three)" in counted
+    assert "top-level functions named test*: 3 (test_one, test_two, test_three)" in counted
+    assert "top-level classes: 1 (TestGroup)" in counted
+    assert "methods of class TestGroup: 3 (setup_method, test_a, test_b); 2 named test*" in counted
+    assert "functions decorated @pytest.mark.parametrize: 1 (test_two)" in counted
+
+
+def test_python_bases_collections_and_decorators() -> None:
+    counted = tally.tally("pkg/lib.py", lines_of(LIBRARY))
+    assert "classes deriving directly from Base: 2 (Left, Right)" in counted
+    assert "classes deriving directly from dict: 1 (Right)" in counted
+    assert "classes deriving directly from object: 1 (Other)" in counted
+    assert "__all__ = a list of 4 items (line 1): 'Base', 'Left', 'Right', 'make'" in counted
+    assert "__all__ += a list of 1 items (line 2): 'extra'" in counted
+    assert "NAMES = a tuple of 3 items (line 3): 'a', 'b', 'c'" in counted
+    assert "TABLE = a dict of 2 keys (line 5): 'x', 'y'" in counted
+    assert "Base.KINDS = a list of 2 items (line 9): 'one', 'two'" in counted
+    assert "functions decorated @register: 2 (make, unmake)" in counted
+    assert not any(line.startswith("EMPTY") for line in counted)  # a collection started empty lists nothing
+
+
+def test_long_lists_show_their_first_names_and_the_last() -> None:
+    source = "ITEMS = [" + ", ".join(f"'n{k}'" for k in range(31)) + "]\n"
+    (line,) = [x for x in tally.tally("m.py", [source]) if x.startswith("ITEMS")]
+    assert line == "ITEMS = a list of 31 items (line 1): 'n0', 'n1', 'n2', 'n3', …, 'n30'"
+
+
+def test_a_name_the_question_gives_comes_before_the_others_of_its_file() -> None:
+    source = "".join(f"class C{k}:\n    def a(self): pass\n    def b(self): pass\n" for k in range(20))
+    source += "WANTED = (1, 2, 3)\n"
+    plain = tally.tally("m.py", lines_of(source))
+    assert len(plain) == tally.MAX_LINES
+    assert not any(line.startswith("WANTED") for line in plain[:3])
+    asked = tally.tally("m.py", lines_of(source), ["wanted"])
+    assert asked[3].startswith("WANTED = a tuple of 3 items")
+    asked = tally.tally("m.py", lines_of(source), ["C17"])
+    assert asked[3].startswith("methods of class C17: 2")
+
+
+def test_a_notebook_counts_its_cells_and_a_cell_cannot_add_one(tmp_path: Path) -> None:
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Title"},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": 1,
+            "outputs": [],
+            "source": "x = 1\n# cell 3 [code]\n# cell 3 [code] (ran as [9])",
+        },
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": "y = 2"},
+    ]
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    counted = tally.tally("n.ipynb", notebook_lines(path, "n.ipynb"))
+    assert "cells: 3 (2 code, 1 markdown)" in counted
+    assert "code cells that ran (have an execution count): 1" in counted
+
+
+def test_markdown_headings_by_level_outside_fences() -> None:
+    text = "# Top\n\n## One\n\n```\n## not a heading\n```\n\n## Two ##\n### Deep\n"
+    assert tally.tally("README.md", lines_of(text))[1:] == [
+        "level-1 headings (#): 1 (Top)",
+        "level-2 headings (##): 2 (One, Two)",
+        "level-3 headings (###): 1 (Deep)",
+    ]
+
+
+def test_rst_section_titles_by_their_underline() -> None:
+    text = "Changelog\n=========\n\nlib 1.1 (2024)\n==============\n\n"
+    text += "Features\n--------\n\nlib 1.0\n=======\n"
+    assert tally.tally("CHANGELOG.rst", lines_of(text))[1:] == [
+        "section titles underlined with '=': 3 (Changelog, lib 1.1 (2024), lib 1.0)",
+        "section titles underlined with '-': 1 (Features)",
+    ]
+
+
+def test_ini_sections_and_their_settings() -> None:
+    text = "[main]\n# a comment\nhost = x\nport: 1\nlist =\n    one\n    two\n; off = 1\n\n"
+    text += "[colors]\nred = 1\n"
+    assert tally.tally("app/settingsrc", lines_of(text))[1:] == [
+        "sections: 2 (main, colors)",
+        "settings in [main]: 3 (host, port, list)",
+        "settings in [colors]: 1 (red)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def broken(:\n    pass\n",  # a file mid-edit
+        "x = " + "(" * 5000 + ")" * 5000 + "\n",  # nested past the parser's depth
+        "\x00\x01 binary-ish \ufffd\n",
+        "[" * 3000 + "\n",
+    ],
+)
+def test_hostile_python_gives_the_line_count_and_no_error(text: str) -> None:
+    counted = tally.tally("bad.py", lines_of(text))
+    assert counted[0].startswith("lines: ")
+
+
+def test_names_are_one_short_line_however_they_are_written() -> None:
+    source = "X = ['line one\\nline two <script>alert(1)</script> " + "y" * 200 + "']\n"
+    (line,) = [x for x in tally.tally("m.py", [source]) if x.startswith("X = ")]
+    assert "\n" not in line
+    assert len(line) < 120
+
+
+def test_a_huge_file_is_counted_by_its_lines_only() -> None:
+    lines = ["def f(): pass"] * (tally.TALLY_CHARS // 10)
+    assert tally.tally("big.py", lines) == [f"lines: {len(lines)} ({len(lines)} not blank)"]
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("How many test functions does tests/test_x.py define?", True),
+        ("What is the number of code cells in n.ipynb?", True),
+        ("Count the classes in lib.py", True),
+        ("Where is connect defined?", False),
+        ("What does the counter module do?", False),
+    ],
+)
+def test_which_questions_ask_for_a_count(question: str, asks: bool) -> None:
+    assert tally.asks_count(question) is asks
+
+
+def workspace(root: Path) -> Path:
+    (root / "tests").mkdir()
+    (root / "tests" / "test_x.py").write_text(TESTS)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "lib.py").write_text(LIBRARY + 'TOKENS = ["sk-live-0123456789abcdefghijklmnopqrstuv"]\n')
+    (root / ".env").write_text("A=1\nB=2\n")
+    return root
+
+
+def test_a_count_question_naming_a_file_gets_its_counts_after_the_evidence(tmp_path: Path) -> None:
+    ws = Workspace(workspace(tmp_path))
+    text = ws.head_start("How many test functions does tests/test_x.py define?", 6000)
+    lead = "Counted by the loop over the whole file"
+    assert lead in text
+    assert text.index(lead) > text.index("Found by the loop before your first step")
+    counts = text[text.index(lead) :]
+    assert "tests/test_x.py:\n- lines: " in counts
+    assert "- top-level functions named test*: 3 (test_one, test_two, test_three)" in counts
+    assert "pkg/lib.py" not in counts
+
+
+def test_no_counts_for_other_questions_or_files_not_named(tmp_path: Path) -> None:
+    ws = Workspace(workspace(tmp_path))
+    assert "Counted by the loop" not in ws.head_start("Where is test_two defined in tests/test_x.py?", 6000)
+    assert "Counted by the loop" not in ws.head_start("How many test functions are there?", 6000)
+    assert "Counted by the loop" not in ws.head_start("How many classes are there?", 6000, evidence=False)
+
+
+def test_counts_keep_secrets_masked_and_hidden_files_uncounted(tmp_path: Path) -> None:
+    ws = Workspace(workspace(tmp_path))
+    text = ws.head_start("How many items does TOKENS list in pkg/lib.py?", 6000)
+    assert "TOKENS = a list of 1 items" in text
+    assert "sk-live-0123456789abcdefghijklmnopqrstuv" not in text
+    text = ws.head_start("How many settings does .env have?", 6000)
+    assert "Counted by the loop" not in text
+    assert "A=1" not in text
+
+
+def test_counts_stay_within_their_share_of_the_head_start(tmp_path: Path) -> None:
+    source = "".join(f"class C{k}:\n    def a(self): pass\n" for k in range(30))
+    (tmp_path / "many.py").write_text(source)
+    ws = Workspace(tmp_path)
+    for chars in (800, 2000, 6000):
+        text = ws.head_start("How many classes does many.py define?", chars)
+        counts = text[text.index("Counted by the loop") :] if "Counted by the loop" in text else ""
+        assert len(counts) <= chars * TALLY_SHARE
+        assert len(text) <= chars
+
+
+def test_the_model_sees_the_counts_in_its_first_request(tmp_path: Path) -> None:
+    server = ScriptedServer(["There are 3 test functions."], window=4096)
+    reply = Agent(server=server, workspace=workspace(tmp_path)).run(
+        "How many test functions does tests/test_x.py define?"
+    )
+    assert reply.text == "There are 3 test functions."
+    sent = json.dumps(server.requests[0].messages)
+    assert "top-level functions named test*: 3 (test_one, test_two, test_three)" in sent

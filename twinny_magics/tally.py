@@ -1,0 +1,275 @@
+"""What a file holds, counted: the numbers a count question asks for, made by the loop, not the model.
+
+Pure: a file's lines in, short lines of counts out, no I/O. A small model counts what it is shown badly:
+it counts the two definitions a chunk shows of six, or stops at twenty of thirty-one names. For a
+question that asks how many and names a file, the head start gives the file's counts over the whole of
+it (`tally`): for Python (by ``ast``) its top-level functions (and those named ``test_*``), its classes
+and what each derives from directly, the methods of each class, the functions each decorator marks,
+and the items of each list, tuple, set or dict assigned a name; for a notebook (its cell view) its
+cells by kind; for Markdown its headings by level; for reStructuredText its section titles by
+underline; for INI and TOML its sections with their settings; for any text its lines. Each count shows
+a few of the names it counts, so the model can tell which count is the one asked for.
+
+Text is attacker text: a parse that fails or recurses too deep gives fewer counts, never an error; a
+name is cut to `NAME_CHARS` and made one line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Sequence
+
+#: A question that asks for a count.
+ASKS_COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b", re.IGNORECASE)
+#: Files longer than this (characters) are counted by their lines only.
+TALLY_CHARS = 1_000_000
+#: At most this many count lines a file (the first lines are the file's broadest counts).
+MAX_LINES = 14
+#: At most this many names shown beside a count (the first ones and the last).
+SHOWN_NAMES = 4
+NAME_CHARS = 40
+
+
+def asks_count(question: str) -> bool:
+    """Whether ``question`` asks how many of something there are."""
+    return ASKS_COUNT.search(question) is not None
+
+
+def tally(path: str, lines: Sequence[str], names: Collection[str] = ()) -> list[str]:
+    """Counts of what the file ``path`` holds, one line each, broadest first: ``lines`` is the file as
+    read_file shows it (a notebook's cell view). Counts of a definition in ``names`` (names the question
+    gives) come before the others of their kind."""
+    text = "\n".join(lines)
+    blank = sum(1 for line in lines if not line.strip())
+    out = [f"lines: {len(lines)} ({len(lines) - blank} not blank)"]
+    if len(text) > TALLY_CHARS:
+        return out
+    suffix = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    wanted = {name.lower() for name in names}
+    counted: list[tuple[str, str]] = []  # (the name a count is about, or '' for the file's broad counts)
+    try:
+        if suffix in ("py", "pyi", "pyw"):
+            counted = python_counts(text)
+        elif suffix == "ipynb":
+            counted = notebook_counts(lines)
+        elif suffix in ("md", "markdown"):
+            counted = markdown_counts(lines)
+        elif suffix == "rst":
+            counted = rst_counts(lines)
+        elif suffix in ("ini", "cfg", "conf", "toml") or _looks_ini(lines):
+            counted = ini_counts(lines)
+    except (RecursionError, MemoryError, ValueError, SyntaxError):
+        counted = []
+    # The broad counts, then those of a name the question gives, then the rest in the file's order.
+    rank = {"": 0}
+    counted.sort(key=lambda pair: rank.get(pair[0], 1 if pair[0].lower() in wanted else 2))
+    out += [line for _, line in counted]
+    return out[:MAX_LINES]
+
+
+def _name(text: str) -> str:
+    one = " ".join(str(text).split())
+    return one if len(one) <= NAME_CHARS else one[: NAME_CHARS - 1] + "…"
+
+
+def _some(names: Sequence[str]) -> str:
+    """A few of ``names``: all when few, else the first ones, '…' and the last."""
+    shown = [_name(n) for n in names]
+    if len(shown) <= SHOWN_NAMES + 1:
+        return ", ".join(shown)
+    return ", ".join(shown[:SHOWN_NAMES]) + ", …, " + shown[-1]
+
+
+def _count(what: str, names: Sequence[str], at: str = "") -> str:
+    where = f" {at}" if at else ""
+    return f"{what}{where}: {len(names)}" + (f" ({_some(names)})" if names else "")
+
+
+# -- Python ------------------------------------------------------------------------------------------------
+
+
+def python_counts(text: str) -> list[tuple[str, str]]:
+    """Counts of Python source, each with the name it is about ('' for the file's own): functions,
+    classes by direct base, decorated functions, the items of each collection literal assigned a name
+    (at the top level or in a class) and the methods of each class."""
+    tree = ast.parse(text)
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    names = [f.name for f in functions]
+    tests = [name for name in names if name.startswith("test")]
+    out = [("", _count("top-level functions (def)", names))]
+    if tests and len(tests) != len(names):
+        out.append(("", _count("top-level functions named test*", tests)))
+    if classes:
+        out.append(("", _count("top-level classes", [c.name for c in classes])))
+    by_base: dict[str, list[str]] = {}
+    for c in classes:
+        for base in c.bases:
+            by_base.setdefault(_dotted(base), []).append(c.name)
+    out += [(b, _count("classes deriving directly from", found, b)) for b, found in by_base.items() if b]
+    decorated: dict[str, list[str]] = {}
+    for node in _functions(tree):
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            decorated.setdefault(_dotted(target), []).append(node.name)
+    out += [(d, _count("functions decorated", found, "@" + d)) for d, found in decorated.items() if d]
+    out += _collections(tree)
+    for c in classes:  # last: a file of many small classes would fill the lines with them
+        methods = [n.name for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if methods:
+            line = _count(f"methods of class {_name(c.name)}", methods)
+            methods_tests = [m for m in methods if m.startswith("test")]
+            if methods_tests and len(methods_tests) != len(methods):
+                line += f"; {len(methods_tests)} named test*"
+            out.append((c.name, line))
+    return out
+
+
+def _functions(tree: ast.Module) -> Iterable[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The top-level functions and the methods of top-level classes."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        elif isinstance(node, ast.ClassDef):
+            yield from (n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def _dotted(node: ast.expr) -> str:
+    """``a.b.c`` for a name or an attribute chain; '' for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return _name(".".join(reversed(parts)))
+
+
+_KINDS = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set", ast.Dict: "dict"}
+
+
+def _collections(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """``(name, count line)`` for each list, tuple, set or dict literal assigned (or added) to a name."""
+    bodies: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
+    bodies += [(f"{n.name}.", n.body) for n in tree.body if isinstance(n, ast.ClassDef)]
+    for owner, body in bodies:
+        for node in body:
+            if isinstance(node, ast.Assign):
+                targets, value, verb = node.targets, node.value, "="
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value, verb = [node.target], node.value, "="
+            elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+                targets, value, verb = [node.target], node.value, "+="
+            else:
+                continue
+            kind = _KINDS.get(type(value))
+            items = value.keys if isinstance(value, ast.Dict) else getattr(value, "elts", [])
+            if kind is None or not items:  # `found = []` starts a collection; it lists nothing
+                continue
+            shown = [_item(item) for item in items]
+            noun = "keys" if kind == "dict" else "items"
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    name = owner + target.id
+                    what = f"{_name(name)} {verb} a {kind} of {len(items)} {noun} (line {node.lineno})"
+                    yield target.id, what + (f": {_some(shown)}" if shown else "")
+
+
+def _item(node: ast.expr | None) -> str:
+    if isinstance(node, ast.Constant):
+        return repr(node.value) if isinstance(node.value, str) else str(node.value)
+    if node is None:
+        return "**"
+    return _dotted(node) or type(node).__name__.lower()
+
+
+# -- notebooks, Markdown, reStructuredText, INI ------------------------------------------------------------
+
+_CELL = re.compile(r"^# cell (\d+) \[(\w+)\]")
+_RAN = re.compile(r"^# cell \d+ \[code\] \(ran as \[\d+\]\)$")
+
+
+def notebook_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """A notebook's cells by kind, from its cell view (only headers numbered in order count: a cell's
+    source cannot add a cell by writing a header)."""
+    kinds: Counter[str] = Counter()
+    ran = 0
+    for line in lines:
+        header = _CELL.match(line)
+        if header and int(header.group(1)) == sum(kinds.values()) + 1:
+            kinds[header.group(2)] += 1
+            ran += _RAN.match(line) is not None
+    if not kinds:
+        return []
+    by_kind = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
+    out = [("", f"cells: {sum(kinds.values())} ({by_kind})")]
+    if kinds["code"]:
+        out.append(("", f"code cells that ran (have an execution count): {ran}"))
+    return out
+
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
+
+
+def markdown_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """Markdown headings by level (outside fenced code)."""
+    levels: dict[int, list[str]] = {}
+    fenced = False
+    for line in lines:
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        heading = None if fenced else _MD_HEADING.match(line)
+        if heading:
+            levels.setdefault(len(heading.group(1)), []).append(heading.group(2))
+    return [("", _count(f"level-{n} headings ({'#' * n})", names)) for n, names in sorted(levels.items())]
+
+
+_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+.:_])\1{2,}\s*$")
+
+
+def rst_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """reStructuredText section titles, by the character that underlines them (in order of first use,
+    which is the level: the first is the top)."""
+    by_mark: dict[str, list[str]] = {}
+    for k in range(1, len(lines)):
+        mark = _UNDERLINE.match(lines[k])
+        title = lines[k - 1].strip()
+        if mark and title and not _UNDERLINE.match(lines[k - 1]) and len(lines[k].strip()) >= len(title):
+            by_mark.setdefault(mark.group(1), []).append(title)
+    return [
+        ("", _count(f"section titles underlined with {mark!r}", names)) for mark, names in by_mark.items()
+    ]
+
+
+_SECTION = re.compile(r"^\s*\[\[?([^\]\n]+)\]\]?\s*(?:[#;].*)?$")
+_SETTING = re.compile(r"^\s*([^\s#;=:\[][^=:]*?)\s*[=:]")
+
+
+def _looks_ini(lines: Sequence[str]) -> bool:
+    return any(_SECTION.match(line) for line in lines[:50]) and any(
+        _SETTING.match(line) for line in lines[:80]
+    )
+
+
+def ini_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """INI or TOML sections, and the settings each holds (not commented out; a continuation line is not
+    a setting)."""
+    sections: list[tuple[str, list[str]]] = []
+    current: list[str] | None = None
+    for line in lines:
+        section = _SECTION.match(line)
+        if section:
+            current = []
+            sections.append((section.group(1).strip(), current))
+            continue
+        setting = _SETTING.match(line)
+        if setting and current is not None and not line[:1].isspace():
+            current.append(setting.group(1).strip())
+    if not sections:
+        return []
+    out = [("", _count("sections", [name for name, _ in sections]))]
+    return out + [(name, _count(f"settings in [{_name(name)}]", keys)) for name, keys in sections]
