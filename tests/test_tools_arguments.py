@@ -482,11 +482,18 @@ async def test_a_call_that_found_nothing_says_where_to_look_with_a_call(
 ) -> None:
     """find_files with a word that is in files' text names them and the grep; grep in the wrong case or
     with too long a pattern gives the wider one and how much it finds; a read past the end gives the
-    file's length and the read of its end. One line each, ending with the call."""
+    file's length and the read of its end. One line each, ending with the call; find_files's is followed
+    by the first lines that grep finds (a model that asked file names for a symbol sees where it is)."""
     out = await Workspace(bare).run(ToolCall(name, arguments))
     assert said in out.text
-    assert "\n" not in out.text
-    call = copyable_call(out.text)
+    hint, *found = out.text.split("\n")
+    if name == "find_files":
+        assert found[0] == "What that grep finds (the first lines):"
+        assert found[1:]
+        assert all(re.match(r"[\w/.]+:\d+: ", line) for line in found[1:]), found
+    else:
+        assert not found
+    call = copyable_call(hint)
     assert call is not None
     again = await Workspace(bare).run(ToolCall(call["name"], call["arguments"]))
     assert not again.is_error

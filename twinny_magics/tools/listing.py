@@ -3,6 +3,7 @@ fragment, and where no name matches, the files whose text holds the word)."""
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 import threading
@@ -14,7 +15,7 @@ import pathspec
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import ToolLimits, call_text
 from twinny_magics.tools.files import require, size_text, walk_note
-from twinny_magics.tools.grep import HINT_SECONDS, WORDS, files_matching
+from twinny_magics.tools.grep import HINT_SECONDS, WORDS, files_matching, grep
 from twinny_magics.tools.opening import Entry, Target
 from twinny_magics.tools.paths import Confinement
 
@@ -107,6 +108,9 @@ def _matcher(pattern: str) -> _Match:
 
 # A find_files that matched no name names at most this many files whose text holds its word.
 _HINT_FILES = 5
+#: ... and shows at most this many of the lines that hold it (this many a file).
+_HINT_LINES = 8
+_HINT_LINES_PER_FILE = 3
 _EXTENSION_GLOB = re.compile(r"\*?\.[A-Za-z0-9]{1,6}$")
 
 
@@ -142,7 +146,18 @@ def _inside_files(conf: Confinement, limits: ToolLimits, pattern: str, stop: thr
     names = ", ".join(tally.files[:_HINT_FILES]) + (", …" if len(tally.files) > _HINT_FILES else "")
     shown_pattern = word if search == re.escape(word) else search
     call = call_text("grep", {"pattern": shown_pattern})
-    return (
+    hint = (
         f"No file name matches {pattern!r}; these files contain {what}: {names} — use grep to search "
         f"contents: {call}"
     )
+    # A small model that asks file names for a symbol tends to ask again, not to grep: the lines that
+    # hold it come with the hint (a few: a full grep stays one call away).
+    seconds = until - time.monotonic()
+    if seconds <= 0:
+        return hint
+    few = dataclasses.replace(limits, grep_matches=_HINT_LINES, grep_per_file=_HINT_LINES_PER_FILE)
+    try:
+        lines = grep(conf, few, search, None, stop=stop, call_seconds=seconds)
+    except WorkspaceError:
+        return hint
+    return f"{hint}\nWhat that grep finds (the first lines):\n{lines}"
