@@ -275,6 +275,45 @@ async def test_a_loose_find_that_matches_twice_or_joins_two_words_is_not_applied
     assert (tmp_path / "a.py").read_text() == "x=1\ny = 2\nx =1\ndeffold = 2\n"
 
 
+async def test_a_find_escaped_like_a_regex_matches_as_plain_text_and_replace_is_read_alike(
+    tmp_path: Path,
+) -> None:
+    """Small models escape find as a regex or a JSON string twice; the plain text is what they mean,
+    where the lines it matches hold no backslash."""
+    (tmp_path / "lib.py").write_text('def add():\n    spices = ["salt", "pepper"]\n    return spices\n')
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(
+        ws,
+        "edit_file",
+        path="lib.py",
+        find='spices = \\[\\"salt\\", \\"pepper\\"\\]',
+        replace='spices = \\[\\"salt\\", \\"pepper\\", \\"paprika\\"\\]',
+    )
+    assert not out.is_error, out.text
+    assert "backslash escapes read as plain characters" in out.text
+    assert (tmp_path / "lib.py").read_text() == (
+        'def add():\n    spices = ["salt", "pepper", "paprika"]\n    return spices\n'
+    )
+
+
+async def test_an_escaped_find_never_matches_where_the_file_has_backslashes(tmp_path: Path) -> None:
+    """Where the file's own lines hold escapes (a regex in code), find is taken as written."""
+    text = 'PATTERN = re.compile(r"\\d+\\.\\d+")\nOTHER = "1.2"\n'
+    (tmp_path / "r.py").write_text(text)
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(ws, "edit_file", path="r.py", find='r"\\d+\\.\\d+"', replace='r"\\d+"')
+    assert not out.is_error  # exact: as written
+    assert (tmp_path / "r.py").read_text() == 'PATTERN = re.compile(r"\\d+")\nOTHER = "1.2"\n'
+    (tmp_path / "q.py").write_text('A = "x\\.y"\nB = "x.y"\n')
+    out = await call(ws, "edit_file", path="q.py", find='"x\\.y"\nB', replace='"z"\nB')
+    assert not out.is_error  # the exact text, not the unescaped one
+    assert (tmp_path / "q.py").read_text() == 'A = "x\\.y"\nB = "x.y"\n'.replace('"x\\.y"\nB', '"z"\nB')
+    (tmp_path / "s.py").write_text('S = "a\\[b"\n')
+    out = await call(ws, "edit_file", path="s.py", find="a\\\\[b", replace="c")
+    assert out.is_error  # unescaped it would be a\[b, which sits on a line with a backslash: not taken
+    assert (tmp_path / "s.py").read_text() == 'S = "a\\[b"\n'
+
+
 async def test_an_edit_repeated_after_it_worked_is_told_the_change_is_made(tmp_path: Path) -> None:
     (tmp_path / "p.py").write_text("def fold(binop, seq, chunksize=128):\n    pass\n")
     ws = Workspace(tmp_path, edits="apply")

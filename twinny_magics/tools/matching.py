@@ -18,6 +18,7 @@ from twinny_magics.redact import MASK
 from twinny_magics.tools.base import cut_line
 
 _NUMBERED = re.compile(r"^\s*\d+: ")
+_UNESCAPED_NOTE = " (find matched only with its backslash escapes read as plain characters)"
 
 
 def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, str]:
@@ -33,6 +34,17 @@ def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, 
             f"find matches {count} times in {rel}; it must match exactly once. Add a neighbouring "
             f"line to find so it is unique. The matches start at:\n{_show_lines(text, lines)}"
         )
+    plain = _unescaped(find)
+    if plain != find:
+        # Small models escape find as if it were a regex, or a JSON string twice (\[\"salt\", \"pepper\"]):
+        # where the plain text matches lines with no backslash, it is meant, in find and replace alike.
+        try:
+            start, end, new, note = match(rel, text, plain, _unescaped(replace))
+        except WorkspaceError:
+            pass
+        else:
+            if "\\" not in text[start:end]:
+                return start, end, new, _UNESCAPED_NOTE + note
     spans = _loose_spans(text, find)
     if len(spans) == 1:
         start, end = spans[0]
@@ -98,6 +110,15 @@ def in_file(runs: list[tuple[int, int, int]], start: int, end: int) -> tuple[int
         return None
     shift = runs[index][2]
     return start + shift, end + shift
+
+
+#: A backslash before punctuation: a regex's or an extra JSON escape (never \n, \t or a letter's).
+_ESCAPED = re.compile(r"\\([\[\](){}.*+?^$|\\\"'/-])")
+
+
+def _unescaped(text: str) -> str:
+    r"""``text`` with each backslash before punctuation dropped (``\[`` -> ``[``, ``\"`` -> ``"``)."""
+    return _ESCAPED.sub(r"\1", text)
 
 
 def _loose_spans(content: str, find: str) -> list[tuple[int, int]]:
