@@ -57,7 +57,7 @@ NOTEBOOK_CELLS: list[dict[str, object]] = [
         "execution_count": None,
         "source": "for i in range(10):\n    print(i)",
         "outputs": [
-            {"output_type": "stream", "name": "stdout", "text": "".join(f"{i}\n" for i in range(10))}
+            {"output_type": "stream", "name": "stdout", "text": "".join(f"{i}\n" for i in range(20))}
         ],
     },
 ]
@@ -224,7 +224,7 @@ async def test_read_file_shows_a_notebook_as_cells_with_outputs_summarized(tmp_p
     (tmp_path / "analysis.ipynb").write_text(notebook(NOTEBOOK_CELLS))
     out = await call(Workspace(tmp_path), "read_file", path="analysis.ipynb")
     lines = out.text.splitlines()
-    assert lines[0].startswith("analysis.ipynb (17 lines; notebook shown as cells")
+    assert lines[0].startswith("analysis.ipynb (26 lines; notebook shown as cells")
     assert [line.lstrip() for line in lines[1:11]] == [
         "1: # cell 1 [markdown]",
         "2: # Analysis",
@@ -237,7 +237,7 @@ async def test_read_file_shows_a_notebook_as_cells_with_outputs_summarized(tmp_p
         "9: # out: <Figure size 640x480>",
         "10: # error: KeyError: 'price'",
     ]
-    assert lines[-1] == "17: # out (stdout): … 7 more lines"
+    assert lines[-2:] == ["25: # out (stdout): 11", "26: # out (stdout): … 8 more lines"]
     assert '"cell_type"' not in out.text
     assert "iVBOR" not in out.text
 

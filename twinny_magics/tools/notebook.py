@@ -20,8 +20,11 @@ from typing import IO, Any
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.tools.base import cut_line
 
-# Outputs are summarized, not shown: a few lines tell the model what a cell printed.
-OUTPUT_LINES = 3
+# Outputs are summarized, not shown whole: their first lines tell the model what a cell printed. Twelve
+# hold a small table (a classifier's intervals and counts, a frame's head, describe()): with three, the
+# answers of questions about what a notebook shows were never on screen (4 of 4 mapclassify notebook
+# tasks failed so; a long output still ends in "… N more lines").
+OUTPUT_LINES = 12
 OUTPUT_CHARS = 120
 # A notebook is parsed whole (JSON has no streaming parser here); past this size it is refused. Notebooks
 # with many plots reach a few MB; the JSON parse of this much takes about 0.3 s and a few times its size.

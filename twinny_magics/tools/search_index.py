@@ -70,7 +70,7 @@ from twinny_magics.tools.search_focus import (
     named_uses,
 )
 
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 #: Where the indexes live, one file per workspace (named by a digest of its path), unless
 #: ``TWINNY_MAGICS_INDEX_DIR`` names another folder.
 INDEX_DIR_VARIABLE = "TWINNY_MAGICS_INDEX_DIR"
