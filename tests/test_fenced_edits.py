@@ -254,3 +254,56 @@ def test_a_fence_copied_with_its_line_numbers_is_read_without_them(workspace: Pa
     run(workspace, fence(body), "Done.")
     assert (workspace / "app.py").read_text() == APP.replace("8080", "9090")
     assert fenced_edits.fences("```\n1: a = 1\nb = 2\nc = 3\n```") == ["1: a = 1\nb = 2\nc = 3\n"]
+
+
+SCRIPT = (
+    "with open('app.py', 'r') as file:\n"
+    "    lines = file.readlines()\n"
+    "for i, line in enumerate(lines):\n"
+    "    if 'PORT = 8080' in line:\n"
+    "        lines[i] = line.replace('PORT = 8080', 'PORT = 9090')\n"
+    "with open('app.py', 'w') as file:\n"
+    "    file.writelines(lines)\n"
+)
+
+
+def test_a_script_that_replaces_is_read_as_the_edit_it_would_make_never_run(workspace: Path) -> None:
+    """Asked for a change, small models print a Python script that opens the file and replaces text:
+    its replace is made through the edit tool, in the file it opens; the script itself never runs."""
+    said = "Here's how you can do it:\n```python\n" + SCRIPT + "```\nThis script updates the port."
+    agent = run(workspace, said, "Done.")
+    assert (workspace / "app.py").read_text() == APP.replace("8080", "9090")
+    call = agent.replies[-1].steps[0].calls[0]
+    assert (call.arguments["path"], call.arguments["find"]) == ("app.py", "PORT = 8080")
+    assert not (workspace / "file").exists()
+
+
+def test_a_scripts_replace_matches_loosely_like_a_call(workspace: Path) -> None:
+    script = SCRIPT.replace("PORT = 8080", "PORT=8080").replace("PORT = 9090", "PORT=9090")
+    run(workspace, "```python\n" + script + "```\n", "Done.")
+    assert (workspace / "app.py").read_text() == APP.replace("PORT = 8080", "PORT=9090")  # as a call would
+
+
+@pytest.mark.parametrize(
+    ("script", "found"),
+    [
+        (SCRIPT, [("app.py", "PORT = 8080", "PORT = 9090")]),
+        ("text = text.replace('port=8080', 'port=9090')\n", [(None, "port=8080", "port=9090")]),  # no open
+        ("text = text.replace('a', 'b')\n", []),  # too short to find once
+        ("text = text.replace(old, new)\n", []),  # not literal text
+        ("text = text.replace('import os', 'PORT = 9090')\n", []),  # not the old text changed
+        ("text = text.replace('PORT = 8080'\n", []),  # does not parse
+        ("open(path).read().replace('PORT = 8080', 'PORT = 9090')\n", [(None, "PORT = 8080", "PORT = 9090")]),
+    ],
+)
+def test_what_counts_as_a_scripted_replacement(script: str, found: list[tuple[str | None, str, str]]) -> None:
+    assert fenced_edits.scripted("```python\n" + script + "```\n") == found
+
+
+def test_a_script_opening_a_file_the_tools_may_not_read_edits_nothing(workspace: Path) -> None:
+    for path in ("../outside.py", ".env"):
+        script = SCRIPT.replace("app.py", path)
+        run(workspace, "```python\n" + script + "```\n", "Done.", question="Change the port to 9090.")
+        assert (workspace.parent / "outside.py").read_text() == APP
+        assert "PORT = 8080" in (workspace / ".env").read_text()
+    assert (workspace / "app.py").read_text() == APP

@@ -18,6 +18,7 @@ nothing. Pure but for the reads.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import re
 from collections import Counter
@@ -271,6 +272,12 @@ async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal
         where = [path for path, lines in read if "\n".join(lines).count(old) == 1]
         if len(where) == 1:
             return Proposal(where[0], old, new, 0)
+    # A script's replace names its file by what it opens: the edit tool matches its old text (loosely,
+    # as for a call: the script's 'hinge = 1.5' finds hinge=1.5) or says where the closest lines are.
+    for opened, old, new in scripted(text):
+        where = [path for path, lines in read if (path == opened or "\n".join(lines).count(old) == 1)]
+        if len(where) == 1:
+            return Proposal(where[0], old, new, 0)
     best: Proposal | None = None
     tied = False
     for path, lines in read:
@@ -284,6 +291,46 @@ async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal
             elif anchors == best.anchors and path != best.path:
                 tied = True
     return None if tied else best
+
+
+def scripted(text: str) -> list[tuple[str | None, str, str]]:
+    """The replacements a reply's fenced Python script would make instead of calling the edit tool
+    (``line.replace('hinge = 1.5', 'hinge = 3.0')`` between an ``open(path)`` and a write), in order:
+    the path the script opens (its first ``open`` of a literal path, or None), old text (3 characters or
+    more) and new, which must read as the old one changed. The script is read by ``ast``, never run."""
+    out: list[tuple[str | None, str, str]] = []
+    for body in fences(text):
+        try:
+            tree = ast.parse(body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        path: str | None = None
+        found: list[tuple[str, str]] = []
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            strings = [_string(arg) for arg in node.args[:2]]
+            if path is None and _named(node.func, "open") and strings and strings[0] is not None:
+                path = strings[0]
+            elif _named(node.func, "replace") and len(strings) == 2:
+                old, new = strings
+                if old is None or new is None or old == new or len(old.strip()) < 3:
+                    continue
+                if _alike(old.strip(), new.strip()):
+                    found.append((old, new))
+        out += [(path, old, new) for old, new in found]
+    return list(dict.fromkeys(out))[:MAX_FENCES]
+
+
+def _named(func: ast.expr, name: str) -> bool:
+    """Whether a call's function is ``name`` or ``….name``."""
+    return (isinstance(func, ast.Name) and func.id == name) or (
+        isinstance(func, ast.Attribute) and func.attr == name
+    )
+
+
+def _string(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def described(text: str) -> list[tuple[str, str]]:

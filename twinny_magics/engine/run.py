@@ -497,8 +497,9 @@ class Run:
         self.fenced += 1
         self.tell.notice(
             "fallback",
-            f"The model wrote the change (changed code in a fence, or a replacement in inline code) instead "
-            f"of calling {call.name}: read as that edit of {call.arguments.get('path', '?')}.",
+            "The model wrote the change (changed code in a fence, a script that replaces, or a replacement "
+            f"in inline code) instead of calling {call.name}: read as that edit of "
+            f"{call.arguments.get('path', '?')}.",
         )
         self.messages = [*self.messages, *await self.calls.run(record, text, [call], plan, self.messages)]
         self._count_unusable(all(r.is_error for r in record.results))
