@@ -232,17 +232,22 @@ _UNDERLINE = re.compile(r"^([=\-~^\"'`#*+.:_])\1{2,}\s*$")
 
 
 def rst_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
-    """reStructuredText section titles, by the character that underlines them (in order of first use,
-    which is the level: the first is the top)."""
-    by_mark: dict[str, list[str]] = {}
+    """reStructuredText section titles by their adornment: the underline's character, and whether the
+    title is overlined too (a style of its own, as docutils reads it: a document's title usually is), in
+    order of first use, which is the level: the first is the top."""
+    by_style: dict[tuple[str, bool], list[str]] = {}
     for k in range(1, len(lines)):
         mark = _UNDERLINE.match(lines[k])
         title = lines[k - 1].strip()
-        if mark and title and not _UNDERLINE.match(lines[k - 1]) and len(lines[k].strip()) >= len(title):
-            by_mark.setdefault(mark.group(1), []).append(title)
-    return [
-        ("", _count(f"section titles underlined with {mark!r}", names)) for mark, names in by_mark.items()
-    ]
+        if not mark or not title or _UNDERLINE.match(lines[k - 1]) or len(lines[k].strip()) < len(title):
+            continue
+        over = k >= 2 and lines[k - 2].strip() == lines[k].strip()
+        by_style.setdefault((mark.group(1), over), []).append(title)
+    out = []
+    for (mark, over), names in by_style.items():
+        style = "over- and underlined" if over else "underlined"
+        out.append(("", _count(f"section titles {style} with {mark!r}", names)))
+    return out
 
 
 _SECTION = re.compile(r"^\s*\[\[?([^\]\n]+)\]\]?\s*(?:[#;].*)?$")
