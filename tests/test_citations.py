@@ -64,8 +64,38 @@ def test_a_citation_one_line_off_still_holds(workspace: Path) -> None:
     assert agent.replies[-1].citations[0].status == "holds"
 
 
+def test_a_citation_a_few_lines_off_is_near_and_does_not_go_back(workspace: Path) -> None:
+    """What the answer says (8080) is 3 lines below the line cited: the answer rests on what it read and
+    only the number is off; sent back, such right answers came back as talk about line numbers."""
+    agent, server = ask(workspace, "PORT is 8080 (app.py:1).")
+    reply = agent.replies[-1]
+    assert reply.text == "PORT is 8080 (app.py:1)."
+    assert len(server.requests) == 1
+    [cited] = reply.citations
+    assert (cited.status, cited.why) == ("near", "what the answer says is at line 4, 3 off")
+    assert cited.found == "3: \n4: PORT = 8080\n5: HOST = 'localhost'"
+    assert (
+        citations.summary(reply.citations)
+        == "Citations: app.py:1 near: what the answer says is at line 4, 3 off"
+    )
+
+
+def test_only_what_the_answer_itself_says_makes_a_citation_near(tmp_path: Path) -> None:
+    """A name the question asks about a few lines away is not enough (it is in the question, not a claim),
+    nor a value further than NEAR_LINES away."""
+    (tmp_path / "c.py").write_text("".join(f"x{n} = {n}\n" for n in range(1, 30)) + "PORT = 8080\n")
+    ws = Workspace(tmp_path)
+    question = "What is PORT in c.py?"
+    [far] = asyncio.run(citations.check("PORT is 8080 (c.py:20).", question, ws))
+    assert far.status == "wrong"  # line 30 is 10 lines away
+    [named] = asyncio.run(citations.check("It is x (c.py:27).", "What is PORT in c.py?", ws))
+    assert named.status == "wrong"  # only the question's PORT is at line 30: not the answer's claim
+    [near] = asyncio.run(citations.check("PORT is 8080 (c.py:26).", question, ws))
+    assert (near.status, near.why) == ("near", "what the answer says is at line 30, 4 off")
+
+
 def test_a_wrong_citation_goes_back_once_with_what_the_lines_say(workspace: Path) -> None:
-    agent, server = ask(workspace, "PORT is 8080 (app.py:1).", "PORT is 8080 (app.py:4).")
+    agent, server = ask(workspace, "PORT is 9090 (app.py:1).", "PORT is 8080 (app.py:4).")
     reply = agent.replies[-1]
     assert reply.text == "PORT is 8080 (app.py:4)."
     assert [c.status for c in reply.citations] == ["holds"]
@@ -79,9 +109,9 @@ def test_a_wrong_citation_goes_back_once_with_what_the_lines_say(workspace: Path
 
 
 def test_a_second_wrong_citation_is_kept_as_wrong_without_another_turn(workspace: Path) -> None:
-    agent, server = ask(workspace, "PORT is 8080 (app.py:1).", "Still app.py:1, PORT = 8080.")
+    agent, server = ask(workspace, "PORT is 9090 (app.py:1).", "Still app.py:1, PORT = 9090.")
     reply = agent.replies[-1]
-    assert reply.text == "Still app.py:1, PORT = 8080."
+    assert reply.text == "Still app.py:1, PORT = 9090."
     assert [c.status for c in reply.citations] == ["wrong"]
     assert len(server.requests) == 2
     assert citations.summary(reply.citations) == "Citations: app.py:1 does not hold"
@@ -89,9 +119,9 @@ def test_a_second_wrong_citation_is_kept_as_wrong_without_another_turn(workspace
 
 def test_a_wrong_citation_on_the_closing_request_is_kept_as_wrong(workspace: Path) -> None:
     grep = '```tool\n{"name": "grep", "arguments": {"pattern": "PORT"}}\n```'
-    agent, server = ask(workspace, grep, "PORT is 8080 (app.py:1).", steps=2)
+    agent, server = ask(workspace, grep, "PORT is 9090 (app.py:1).", steps=2)
     reply = agent.replies[-1]
-    assert reply.text == "PORT is 8080 (app.py:1)."
+    assert reply.text == "PORT is 9090 (app.py:1)."
     assert [c.status for c in reply.citations] == ["wrong"]
     assert len(server.requests) == 2
 

@@ -135,8 +135,9 @@ class Step:
 @dataclass(frozen=True)
 class Citation:
     """A ``file:line`` an answer cites, checked against the file: ``holds`` (what the answer says is on
-    that line or next to it), ``wrong`` (it is not: ``found`` holds what the lines say) or ``unchecked``
-    (``why``: outside the workspace, a denied file, no such line number…)."""
+    that line or next to it), ``near`` (it is a few lines away: ``why`` says where, ``found`` shows it),
+    ``wrong`` (it is not: ``found`` holds what the lines say) or ``unchecked`` (``why``: outside the
+    workspace, a denied file, no such line number…)."""
 
     path: str
     line: int

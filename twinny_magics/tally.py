@@ -244,9 +244,9 @@ def rst_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
         over = k >= 2 and lines[k - 2].strip() == lines[k].strip()
         by_style.setdefault((mark.group(1), over), []).append(title)
     out = []
-    for (mark, over), names in by_style.items():
+    for (char, over), names in by_style.items():
         style = "over- and underlined" if over else "underlined"
-        out.append(("", _count(f"section titles {style} with {mark!r}", names)))
+        out.append(("", _count(f"section titles {style} with {char!r}", names)))
     return out
 
 

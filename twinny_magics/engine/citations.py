@@ -28,6 +28,11 @@ MAX_CITATIONS = 8
 MAX_LINE = 1_000_000
 #: Characters of a cited line told back to the model.
 LINE_CHARS = 200
+#: A citation whose line does not hold what the answer says, but a line this close does (a string or a
+#: value the answer writes, not only a name the question asks about), is ``near``: the answer rests on
+#: the lines it read and only the number is off (a 1.5B model counts lines of a chunk badly). It does not
+#: go back: sent back, such a right answer came back as talk about line numbers.
+NEAR_LINES = 5
 
 #: A file path as an answer cites it (checked on a token already cut out, so the scan stays linear).
 _PATH = re.compile(r"/?(?:[\w.-]+/)*(?:[\w.-]*\w\.[A-Za-z]\w{0,7}|\.[A-Za-z][\w-]*)")
@@ -113,10 +118,34 @@ async def check(answer: str, question: str, tools: object) -> list[Citation]:
     if not pairs or not isinstance(tools, ReadsCitedLines):
         return []
     tokens = answer_tokens(answer, question)
+    own = answer_tokens(answer, "") - {chain[-1] for chain in named_in(question).names}
     out = []
     for path, line in pairs:
-        out.append(await _check_one(tools, path, line, tokens, question))
+        cited = await _check_one(tools, path, line, tokens, question)
+        if cited.status == "wrong" and own:
+            cited = await _near(tools, cited, own) or cited
+        out.append(cited)
     return out
+
+
+async def _near(tools: ReadsCitedLines, cited: Citation, own: set[str]) -> Citation | None:
+    """``cited`` as ``near`` when a line within `NEAR_LINES` holds what the answer itself says (the
+    nearest such line); else None."""
+    try:
+        lines = await asyncio.to_thread(
+            tools.cited_lines, cited.path, max(1, cited.line - NEAR_LINES), cited.line + NEAR_LINES
+        )
+    except WorkspaceError:
+        return None
+    holding = [n for n, text in lines if any(_said(token, text) for token in own)]
+    if not holding:
+        return None
+    at = min(holding, key=lambda n: (abs(n - cited.line), n))
+    found = "\n".join(f"{n}: {_clip(text)}" for n, text in lines if abs(n - at) <= 1)
+    off = abs(at - cited.line)
+    return Citation(
+        cited.path, cited.line, "near", found, why=f"what the answer says is at line {at}, {off} off"
+    )
 
 
 async def _check_one(
@@ -161,4 +190,7 @@ def summary(citations: Sequence[Citation]) -> str:
     if not citations:
         return ""
     said = {"holds": "checked", "wrong": "does not hold", "unchecked": "not checked"}
-    return "Citations: " + "; ".join(f"{c.path}:{c.line} {said.get(c.status, c.status)}" for c in citations)
+    return "Citations: " + "; ".join(
+        f"{c.path}:{c.line} " + (f"near: {c.why}" if c.status == "near" else said.get(c.status, c.status))
+        for c in citations
+    )
