@@ -10,7 +10,7 @@ import pytest
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall, ToolResult, result_turn
 from twinny_magics.notes import IMITATED_RESULT_NOTICE, NO_ANSWER
-from twinny_magics.protocol.results import RESULT_WRAPPERS, imitated_results
+from twinny_magics.protocol.results import LOOP_WRAPPERS, RESULT_WRAPPERS, imitated_results
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools.workspace import Workspace
 
@@ -41,6 +41,7 @@ DIALECT_FAKES = [f"{opener}\n{FAKE}\n{closer or ''}".rstrip() for opener, closer
     f"Thought: I will grep.\nAction: grep\nObservation: {FAKE}",
     f"<function_results>{FAKE}",  # never closed
 ]
+DIALECT_FAKES[-2:-2] = [f"{opener}\n{FAKE}" for opener in LOOP_WRAPPERS]  # the head start's turn, copied
 
 
 @pytest.mark.parametrize("fake", DIALECT_FAKES)
@@ -190,7 +191,9 @@ def test_a_long_hostile_reply_is_read_in_linear_time() -> None:
 
 
 # The hold-back matches markers as written (case and all), as it does for calls.
-@pytest.mark.parametrize("fake", [f for f in DIALECT_FAKES[:-2] if "TOOL_RESPONSE" not in f])
+@pytest.mark.parametrize(
+    "fake", [f for f in DIALECT_FAKES[:-2] if "TOOL_RESPONSE" not in f and not f.startswith(LOOP_WRAPPERS)]
+)
 def test_a_made_up_result_is_not_shown_while_it_streams(fake: str) -> None:
     from twinny_magics.protocol.stream import StreamDetector
 
@@ -211,3 +214,18 @@ def test_the_streamed_cell_never_shows_a_made_up_result(workspace: Path) -> None
     streamed = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert "9999" not in streamed
     assert "It uses port 8080." in streamed
+
+
+def test_an_answer_that_copies_the_head_starts_turn_is_sent_back_once(workspace: Path) -> None:
+    """In text mode a small model ended "The message is:" with the loop's own words for the head start
+    (its previous turn, as the conversation shows it): that is a copy, not an answer."""
+    copied = f"The message that serve raises is:\n{LOOP_WRAPPERS[0]}"
+    server = ScriptedServer([copied, "It uses port 8080 (app.py:1)."])
+    agent = Agent(server=server, workspace=workspace, mode="text")
+    reply = agent.run("Which port does the app use?")
+    assert reply.text == "It uses port 8080 (app.py:1)."
+    assert reply.steps[0].problems == ["imitated a tool result: asked once more to call a tool or answer"]
+    assert LOOP_WRAPPERS[0] not in server.requests[1].messages[-2]["content"]  # the copy is not kept
+    imitation = imitated_results(copied)
+    assert imitation is not None
+    assert imitation.content == "The message that serve raises is:"

@@ -26,8 +26,9 @@ from typing import Any
 from twinny_magics.conversation import ToolCall
 from twinny_magics.protocol.parse import parse_reply
 from twinny_magics.protocol.schema import format_call, tool_specs
+from twinny_magics.retrieval import HEAD_START_LEAD
 
-__all__ = ["RESULT_WRAPPERS", "Imitation", "held_result_prefixes", "imitated_results"]
+__all__ = ["LOOP_WRAPPERS", "RESULT_WRAPPERS", "Imitation", "held_result_prefixes", "imitated_results"]
 
 #: Tag names that wrap a result (written ``<name attr="…">…</name>``, any case, closer optional).
 RESULT_TAGS = (
@@ -62,6 +63,11 @@ RESULT_WRAPPERS: tuple[tuple[str, str | None], ...] = (
     ("<|start_of_role|>tool<|end_of_role|>", "<|end_of_text|>"),
     ("<start_of_turn>tool", "<end_of_turn>"),
 )
+#: The loop's own words that open what it found before the first step (the head start's turn): a reply
+#: that writes them copies the loop's turn, it does not answer ("The message is:\nFirst, what the loop
+#: found…", seen on pluggy in text mode). Read as an imitated result that runs to the reply's end; not held
+#: back while streaming (the hold-back starts at < and [ only), since the reply's answer drops it after.
+LOOP_WRAPPERS = (HEAD_START_LEAD,)
 _CLOSERS = dict(RESULT_WRAPPERS)
 #: Attributes that name the tool a wrapper says it is the result of.
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
@@ -95,6 +101,7 @@ _TAGS = "|".join(sorted(RESULT_TAGS, key=len, reverse=True))
 _OPENER = re.compile(
     rf"<\s*(?P<tag>{_TAGS})\b(?P<attrs>[^<>\n]{{0,2000}}?)(?:(?P<self>/?)>|(?P<open>$))"
     rf"|(?P<token>{'|'.join(re.escape(o) for o, _ in RESULT_WRAPPERS)})"
+    rf"|(?P<loop>{'|'.join(re.escape(o) for o in LOOP_WRAPPERS)})"
     r"|^[ \t]*(?P<react>Observation[ \t]*:)",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -104,7 +111,9 @@ _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w.-]{0,63})\s*=\s*(?:"([^"]*)"|'([^']*)'
 def held_result_prefixes(limit: int) -> tuple[str, ...]:
     """What the stream hold-back stops showing at, as for a call marker: the openers of imitated results,
     each cut to its first ``limit`` characters (a made-up result is not shown while it streams either)."""
-    openers = [f"<{tag}" for tag in RESULT_TAGS] + [opener for opener, _ in RESULT_WRAPPERS]
+    openers = (
+        [f"<{tag}" for tag in RESULT_TAGS] + [opener for opener, _ in RESULT_WRAPPERS] + list(LOOP_WRAPPERS)
+    )
     return tuple(dict.fromkeys(opener[:limit] for opener in openers))
 
 
