@@ -196,6 +196,20 @@ def test_text_mode_runs_only_the_first_of_several_calls() -> None:
     assert "Only the first call in your message ran" in server.requests[1].messages[-1]["content"]
 
 
+def test_text_mode_runs_the_next_call_when_a_message_of_several_is_sent_again() -> None:
+    """A small model that wrote two edits sends the whole message again once the first ran: the first
+    call not made yet runs (the repeat would only be refused, and the second never run)."""
+    text = (
+        fenced("grep", pattern="a") + "\n" + fenced("grep", pattern="b") + "\n" + fenced("grep", pattern="c")
+    )
+    server = ScriptedServer([text, text, text, text, "ok"])
+    tools = Tools()
+    reply, _ = run(Loop(server, tools, mode="text"))
+    assert [c.arguments["pattern"] for c in tools.ran] == ["a", "b", "c"]
+    assert [c.arguments["pattern"] for s in reply.steps for c in s.calls] == ["a", "b", "c", "a"]
+    assert reply.steps[3].results[0].output.startswith("Not run again.")  # all made: the first, refused
+
+
 def test_a_pending_edit_settles_the_reply() -> None:
     edit = ToolCall("edit_file", {"path": "a.py", "find": "x", "replace": "y"})
     server = ScriptedServer([Scripted("", (edit,)), "I proposed the edit."])

@@ -58,6 +58,12 @@ class Calls:
         limit = self.settings.max_calls if native else 1
         step = record.number
         calls = [c if c.id else replace(c, id=f"call_{step}_{n}") for n, c in enumerate(parsed)]
+        if not native and len(calls) > 1:
+            # A model that wrote several calls sends the same message again after its first ran: the first
+            # call not made yet runs, so the message's calls run one a step (the repeat would only be
+            # refused, and the rest never run).
+            fresh = next((n for n, c in enumerate(calls) if self._repeat_of(c) is None), 0)
+            calls = [calls[fresh], *calls[:fresh], *calls[fresh + 1 :]]
         run_now, dropped = calls[:limit], calls[limit:]
         said = (*run_now, *dropped) if native else tuple(run_now)
         added: list[Message] = [assistant(text, said)]
