@@ -228,9 +228,12 @@ def test_masking_is_linear_on_adversarial_input(make: Any) -> None:
     took = []
     for size in (25_000, 100_000):
         text = make(size)
-        started = time.perf_counter()
-        mask_secrets(text)
-        took.append(time.perf_counter() - started)
+        runs = []
+        for _ in range(3):  # the fastest of three: a shared machine's pause is not the pattern's cost
+            started = time.perf_counter()
+            mask_secrets(text)
+            runs.append(time.perf_counter() - started)
+        took.append(min(runs))
     assert took[1] < 0.5, took
     assert took[1] < max(took[0], 0.002) * 12, took  # four times the text: about four times the time
 
