@@ -40,6 +40,11 @@ class Definition:
     members: tuple[str, ...] = ()
 
 
+def file_suffix(path: str) -> str:
+    """The lower-case suffix of a workspace path's file name (``py`` for ``a/b.PY``), '' for none."""
+    return path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+
+
 def outline(path: str, text: str) -> list[Definition]:
     """The top-level definitions of ``text``, the content of the workspace file ``path``.
 
@@ -48,7 +53,7 @@ def outline(path: str, text: str) -> list[Definition]:
     """
     if len(text) > OUTLINE_CHARS:
         return []
-    suffix = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    suffix = file_suffix(path)
     try:
         if suffix in ("py", "pyi", "pyw"):
             found = python_outline(text)

@@ -21,6 +21,8 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
+from twinny_magics.outline import file_suffix
+
 #: A question that asks for a count.
 ASKS_COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b", re.IGNORECASE)
 #: Files longer than this (characters) are counted by their lines only.
@@ -46,7 +48,7 @@ def tally(path: str, lines: Sequence[str], names: Collection[str] = ()) -> list[
     out = [f"lines: {len(lines)} ({len(lines) - blank} not blank)"]
     if len(text) > TALLY_CHARS:
         return out
-    suffix = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    suffix = file_suffix(path)
     wanted = {name.lower() for name in names}
     counted: list[tuple[str, str]] = []  # (the name a count is about, or '' for the file's broad counts)
     try:
@@ -63,8 +65,7 @@ def tally(path: str, lines: Sequence[str], names: Collection[str] = ()) -> list[
     except (RecursionError, MemoryError, ValueError, SyntaxError):
         counted = []
     # The broad counts, then those of a name the question gives, then the rest in the file's order.
-    rank = {"": 0}
-    counted.sort(key=lambda pair: rank.get(pair[0], 1 if pair[0].lower() in wanted else 2))
+    counted.sort(key=lambda pair: 0 if not pair[0] else 1 if pair[0].lower() in wanted else 2)
     out += [line for _, line in counted]
     return out[:MAX_LINES]
 

@@ -117,8 +117,11 @@ async def check(answer: str, question: str, tools: object) -> list[Citation]:
     pairs = find_citations(answer)
     if not pairs or not isinstance(tools, ReadsCitedLines):
         return []
-    tokens = answer_tokens(answer, question)
-    own = answer_tokens(answer, "") - {chain[-1] for chain in named_in(question).names}
+    # What the answer itself says (a citation within NEAR_LINES may hold it), and with the names the
+    # question asks about, what its own line may hold: answer_tokens(answer, question) in one reading.
+    own = answer_tokens(answer, "")
+    asked = {name for chain in named_in(question).names if 0 < len(name := chain[-1]) <= 120}
+    tokens, own = own | asked, own - asked
     out = []
     for path, line in pairs:
         cited = await _check_one(tools, path, line, tokens, question)

@@ -363,20 +363,20 @@ class Workspace:
         files = counts = ""
         if survey.files:  # an empty folder: nothing to map or find, and "(no files)" only distracts
             terms = retrieval.query_terms(question)
-            counts = self._counts(question, survey, int(chars * TALLY_SHARE)) if evidence else ""
+            counts = self._counts(question, terms, survey, int(chars * TALLY_SHARE)) if evidence else ""
             chars -= len(counts) + 1 if counts else 0
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
         return mask_secrets("\n".join(part for part in (ran, files, counts) if part))
 
-    def _counts(self, question: str, survey: retrieval.Survey, chars: int) -> str:
+    def _counts(self, question: str, terms: Sequence[str], survey: retrieval.Survey, chars: int) -> str:
         """For a question that asks how many and names a file, the counts of what that file holds
-        (`tally`), made over the whole file, within ``chars``; '' otherwise."""
+        (`tally`), made over the whole file, within ``chars``; '' otherwise (``terms``: its words)."""
         if not tally.asks_count(question):
             return ""
         named = retrieval.named_in(question)
         paths = [f.path for f in survey.files if named.names_file(f.path)][:TALLY_FILES]
-        wanted = [chain[-1] for chain in named.names] + retrieval.query_terms(question)
+        wanted = [*(chain[-1] for chain in named.names), *terms]
         blocks = []
         for path in paths:
             try:
