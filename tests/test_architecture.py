@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "options",
         "outline",
         "retrieval",
+        "naming",
         "tally",
         "cells",
     ),

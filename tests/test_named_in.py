@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from twinny_magics.retrieval import Named, defining_line, hop_names, named_bonus, named_in, named_queries
+from twinny_magics.naming import Named, defining_line, hop_names, named_bonus, named_in, named_queries
 
 
 @pytest.mark.parametrize(

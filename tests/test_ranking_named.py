@@ -121,6 +121,29 @@ def test_a_named_file_that_uses_a_name_comes_before_the_names_definition(project
     assert (4, 'render_shape(3, fmt="{:.0f}")') in rows
 
 
+def test_a_named_file_comes_first_when_the_question_names_no_definition(project: Path) -> None:
+    # Another file says the question's words more often (a library's docstring); the question asks
+    # about the file it names, which says them once, beside the numbers asked for.
+    (project / "pkg" / "pooled.py").write_text(
+        "".join(
+            f"def pooled_{k}(data):\n"
+            + '    """The global classifier puts observations in each class (global, class, count)."""\n' * 4
+            + "    return data\n\n\n"
+            for k in range(6)
+        )
+    )
+    long = "".join(f"note_{k} = {k}  # unrelated setting\n" for k in range(60))
+    (project / "pkg" / "run_report.py").write_text(
+        f"{long}res = pooled(data, k=4)\nres.global_classifier.counts  # each class: [15, 15, 15, 15]\n"
+    )
+    question = (
+        "In pkg/run_report.py, with k=4, how many observations does the global classifier put in each class?"
+    )
+    path, rows = evidence(project, question)[0]
+    assert path == "pkg/run_report.py"
+    assert (62, "res.global_classifier.counts  # each class: [15, 15, 15, 15]") in rows
+
+
 @pytest.mark.parametrize(
     ("source", "question", "start"),
     [

@@ -19,8 +19,9 @@ from typing import Protocol, runtime_checkable
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.events import Citation
+from twinny_magics.naming import named_in
 from twinny_magics.redact import mask_secrets
-from twinny_magics.retrieval import named_in, query_terms
+from twinny_magics.retrieval import query_terms
 
 #: Citations checked in one answer (each is a read of a file).
 MAX_CITATIONS = 8

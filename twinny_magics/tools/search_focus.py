@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from twinny_magics.retrieval import Chunk, Named
+from twinny_magics.naming import Named
+from twinny_magics.retrieval import Chunk
 
 #: What a chunk of a named definition (or of the named file) that raises or warns gains when the question
 #: asks what is raised: above a definition's own bonus, so the raising line 60 lines below a ``def`` and

@@ -38,20 +38,24 @@ from pathlib import Path
 from typing import Any
 
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.naming import (
+    NAMED_PATH_BONUS,
+    Named,
+    hop_names,
+    named_bonus,
+    named_in,
+    named_queries,
+    path_query,
+)
 from twinny_magics.outline import Definition, outline
 from twinny_magics.retrieval import (
     CHUNK_LINES,
     Chunk,
     FileInfo,
-    Named,
     Survey,
     chunk_bounds,
-    hop_names,
     index_words,
     match_query,
-    named_bonus,
-    named_in,
-    named_queries,
     path_words,
     query_terms,
 )
@@ -85,7 +89,7 @@ PER_FILE = 2
 #: A file the question names is shown whole, first, when it has at most this many lines.
 WHOLE_LINES = 60
 _WHOLE_SCORE = 1000.0
-#: Candidates a search adds, per query, for the definitions its question names (``retrieval.named_queries``).
+#: Candidates a search adds, per query, for the definitions its question names (``naming.named_queries``).
 _NAMED_ROWS = 12
 # BM25 column weights: file (unindexed), its path's words, names, words, and the unindexed rest.
 _WEIGHTS = "0.0, 4.0, 8.0, 1.0, 0.0, 0.0, 0.0"
@@ -365,7 +369,10 @@ class SearchIndex:
         # A definition the question names (``X in a/b.py``, ``X.y``) is looked for by its own words too:
         # a method or a constant is not among a file's chunk names, and a plain-word query may miss it.
         by_name: set[tuple[object, object]] = set()  # found by a named query: not held to PER_FILE as found
-        for extra in named_queries(named) if named else []:
+        extras = named_queries(named) if named else []
+        if named is not None and not named and (in_path := path_query(named, terms)):
+            extras.append(in_path)  # a file named, no definition: that file's chunks with the words
+        for extra in extras:
             found = db.execute(select, (extra, _NAMED_ROWS)).fetchall()
             seen = {(row[0], row[1]) for row in rows}
             by_name.update((row[0], row[1]) for row in found)
@@ -409,6 +416,8 @@ class SearchIndex:
                     score += RAISE_BONUS
                 if tests and TEST_PATH.search(path) and named_uses(named, str(body)):
                     score += TESTS_BONUS
+            elif named is not None and named.names_file(path):
+                score += NAMED_PATH_BONUS
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
         if by_name or focus is not None:  # named rows were not held to PER_FILE as they came: the best are

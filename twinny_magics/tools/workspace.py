@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from twinny_magics import cells, retrieval, tally
+from twinny_magics import cells, naming, retrieval, tally
 from twinny_magics.contracts import Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
@@ -374,7 +374,7 @@ class Workspace:
         (`tally`), made over the whole file, within ``chars``; '' otherwise (``terms``: its words)."""
         if not tally.asks_count(question):
             return ""
-        named = retrieval.named_in(question)
+        named = naming.named_in(question)
         paths = [f.path for f in survey.files if named.names_file(f.path)][:TALLY_FILES]
         wanted = [*(chain[-1] for chain in named.names), *terms]
         blocks = []

@@ -1,0 +1,199 @@
+"""What a question names — files and definitions — and what a chunk gains for holding them.
+
+Pure: no I/O. ``named_in`` reads a question's named files (``a/b.py``) and definitions (``merge_with``,
+``X.y``, ``the class curry``); the ranked search (`tools.search_index`) adds candidates by
+``named_queries`` and ``path_query`` and scores them with ``named_bonus``; ``hop_names`` gives the names a
+second look should find. Split from `retrieval`, whose words and chunks it uses.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .retrieval import STOPWORDS, identifier_parts, match_query
+
+_WORD = re.compile(r"\w+")
+
+#: A file as a question names it: a path with a folder, or a file name with a known extension.
+_NAMED_PATH = re.compile(
+    r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]*\w|(?<![\w/.-])[\w.-]*\w\.(?:py|pyi|ipynb|cfg|toml|ini|rst|md|txt|json|ya?ml|"
+    r"js|ts|jsx|tsx|go|rs|java|c|h|cpp|hpp|rb|sh|r|jl|sql)(?![\w])",
+    re.IGNORECASE,
+)
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+#: A name after the word that says what it is ("the class curry", "function fold", "def f", "constant K").
+_KIND_NAME = re.compile(
+    r"\b(?:class|def|function|method|constant|variable|exception|sentinel|decorator|fixture|enum|struct)"
+    r"\s+`?([A-Za-z_]\w*)`?",
+    re.IGNORECASE,
+)
+#: A name said to be defined ("is groupby defined") or to act ("does memoize raise").
+_DEFINED_NAME = re.compile(
+    r"\b([A-Za-z_]\w*)`?\s+(?:is\s+)?(?:defined|declared|set)\b|\bdoes\s+`?([A-Za-z_]\w*)`?\s+(?:raise|warn)\b"
+    r"|\btests\s+(?:for|of)\s+(?:the\s+\w+\s+)?`?([A-Za-z_]\w*)"
+)
+#: "X in a/b.py" and "a/b.py's X".
+_IN = rf"`?\s+(?:in|of|from)\s+`?(?:{_NAMED_PATH.pattern})"
+_NAME_IN_PATH = re.compile(rf"(?<![\w.])(?P<name>[A-Za-z_][\w.]*){_IN}")
+_PATHS_NAME = re.compile(rf"(?:{_NAMED_PATH.pattern})`?'s\s+`?(?P<name>[A-Za-z_][\w.]*)")
+_QUOTED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
+_NOT_NAMES = STOPWORDS | frozenset({"it", "which", "this", "that", "one", "each"})
+
+
+@dataclass(frozen=True)
+class Named:
+    """What a question names: files (as written) and definitions, each a chain outer first
+    (``PluginManager.register`` is ``("PluginManager", "register")``)."""
+
+    paths: tuple[str, ...] = ()
+    names: tuple[tuple[str, ...], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def names_file(self, path: str) -> bool:
+        """Whether ``path`` is a file the question names (its whole path, or a tail of it)."""
+        return any(path == p or path.endswith("/" + p.lstrip("./")) for p in self.paths)
+
+
+def named_in(question: str) -> Named:
+    """The files and definitions a question names: a path (``a/b.py``, ``setup.cfg``); a name written as
+    code (``merge_with``, ``EqualityHashKey``, ``MAX_SIZE``), dotted (``X.y``), quoted in backticks, after
+    the word for its kind (``the class curry``, ``constant K``) or said to be defined (``is groupby
+    defined``)."""
+    paths = tuple(dict.fromkeys(m.group(0).strip(".") for m in _NAMED_PATH.finditer(question)))
+    chains: list[tuple[str, ...]] = []
+    for pattern in (_NAME_IN_PATH, _PATHS_NAME):
+        for match in pattern.finditer(question):
+            if match.group("name").lower() not in _NOT_NAMES:
+                chains.append(tuple(match.group("name").split(".")))
+    rest = _NAMED_PATH.sub(" ", question)
+    for match in _DOTTED.finditer(rest):
+        chains.append(tuple(match.group(1).split(".")))
+    rest = _DOTTED.sub(" ", rest)
+    for pattern in (_QUOTED, _KIND_NAME, _DEFINED_NAME):
+        for match in pattern.finditer(rest):
+            name = match.group(match.lastindex or 1)
+            if name.lower() not in _NOT_NAMES:
+                chains.append(tuple(name.split(".")))
+    for token in _WORD.findall(rest):
+        if len(token) > 2 and ("_" in token or token[1:] != token[1:].lower()) and not token.isdigit():
+            chains.append((token,))
+    return Named(paths, tuple(dict.fromkeys(chains))[:6])
+
+
+@functools.lru_cache(maxsize=256)
+def _definition_pattern(name: str) -> re.Pattern[str]:
+    n = re.escape(name)
+    return re.compile(
+        rf"^[ \t]*(?:(?:async[ \t]+)?def|class|function|const|let|var|fn|func|struct|enum|type)[ \t]+{n}\b"
+        rf"|^[ \t]*{n}[ \t]*(?::[^=\n]*)?=(?!=)",
+        re.MULTILINE,
+    )
+
+
+def defining_line(lines: Sequence[str], name: str) -> int | None:
+    """The index in ``lines`` of the first line that defines ``name`` (a def, a class, an assignment)."""
+    pattern = _definition_pattern(name)
+    for index, line in enumerate(lines):
+        if name in line and pattern.match(line):
+            return index
+    return None
+
+
+#: What a chunk gains for defining what the question names: more than BM25 gives (about 5-20) and more
+#: than a top-level definition of a searched word (20), in the file the question names most.
+NAMED_BONUS = 30.0
+NAMED_FILE_BONUS = 15.0
+#: A chunk of the named file that uses a named name (the question asks what that file does with it).
+NAMED_USE_BONUS = 25.0
+NAMED_ELSEWHERE_BONUS = 0.0
+#: A chunk of the file a question names when it names no definition ("in a.ipynb, how many … each
+#: class?"): the question is about that file, so its best chunk comes before another file's docstring
+#: with more of the question's words (BM25 alone ranked a library's docstring over the notebook named).
+NAMED_PATH_BONUS = 15.0
+
+
+def named_bonus(named: Named, path: str, lines: Sequence[str], enclosing: str | None) -> float:
+    """What a chunk of ``path`` (its ``lines``; ``enclosing``: the top-level definition it lies in) gains
+    for what the question names. In a file it names: most for defining a named name (for ``X.y``, ``y``
+    inside ``X``), some for using one, a little for being there. Elsewhere: for defining one, less when
+    the question named a file (it asks about that file: "what does a.ipynb pass to f" wants the call)."""
+    in_file = named.names_file(path)
+    defines = uses = False
+    for chain in named.names:
+        last = chain[-1]
+        if not any(last in line for line in lines):
+            continue
+        uses = uses or any(re.search(rf"(?<!\w){re.escape(last)}(?!\w)", line) for line in lines)
+        outer = chain[:-1]
+        if outer and enclosing not in outer and not any(o.lower() in path.lower() for o in outer):
+            continue
+        defines = defines or defining_line(lines, last) is not None
+    if in_file:
+        return NAMED_BONUS + NAMED_FILE_BONUS if defines else NAMED_USE_BONUS if uses else 3.0
+    if defines:
+        return NAMED_ELSEWHERE_BONUS if named.paths else NAMED_BONUS
+    return 0.0
+
+
+def named_queries(named: Named) -> list[str]:
+    """FTS5 MATCH expressions for chunks that may define what the question names, the most specific
+    first: its words in the file named, its words beside its owner's (``X.y``), a definition's name."""
+    if not named.names:
+        return []
+    words = " OR ".join(_quoted(chain[-1]) for chain in named.names)
+    queries = []
+    paths = [p.rsplit("/", 1)[-1].split(".")[0] for p in named.paths]
+    paths = [p for p in paths if p and p.replace("_", "").replace("-", "").isalnum()]
+    if paths:
+        queries.append(f"(words : ({words})) AND (path : ({' OR '.join(_quoted(p) for p in paths)}))")
+    outer = [chain for chain in named.names if len(chain) > 1]
+    if outer:
+        inner = " OR ".join(_quoted(chain[-1]) for chain in outer)
+        owners = " OR ".join(_quoted(part) for chain in outer for part in chain[:-1])
+        queries.append(f"(words : ({inner})) AND (words : ({owners}) OR path : ({owners}))")
+    queries.append(f"names : ({words})")
+    return queries
+
+
+def path_query(named: Named, terms: Sequence[str]) -> str:
+    """An FTS5 MATCH expression for chunks of the files ``named`` names that hold any of ``terms`` ('' when
+    it names no file, or none whose name can be searched)."""
+    stems = [p.rsplit("/", 1)[-1].split(".")[0] for p in named.paths]
+    stems = [s for s in stems if s and s.replace("_", "").replace("-", "").isalnum()]
+    if not stems or not terms:
+        return ""
+    return f"(words : ({match_query(terms)})) AND (path : ({' OR '.join(_quoted(s) for s in stems)}))"
+
+
+def _quoted(word: str) -> str:  # an FTS5 string: no word is read as an operator
+    return '"' + identifier_parts(word)[0].replace('"', '""') + '"'
+
+
+_BASES = re.compile(r"^\s*class\s+(\w+)\s*\(([^)]*)\)")
+_ASSIGNED = re.compile(r"^\s*(?:\w+\.)*(\w+)\s*(?::[^=]*)?=\s*([A-Za-z_][\w.]*)\s*(?:#.*)?$")
+
+
+def hop_names(named: Named, lines: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Names a second look should find, from lines that define what the question names: the name a
+    named attribute is set to (``self._run = _multicall``: what it *is*), and the base classes of a
+    named class (what it builds on)."""
+    wanted = {chain[-1] for chain in named.names}
+    values: list[str] = []
+    bases: list[str] = []
+    for line in lines:
+        if (found := _BASES.match(line)) and found.group(1) in wanted:
+            bases += [b.strip().rsplit(".", 1)[-1] for b in found.group(2).split(",") if "=" not in b]
+        elif (assigned := _ASSIGNED.match(line)) and assigned.group(1) in wanted:
+            values.append(assigned.group(2).rsplit(".", 1)[-1])
+    return [_hop_name(n, wanted) for n in dict.fromkeys(values) if _hop_name(n, wanted)], [
+        n for n in dict.fromkeys(bases) if _hop_name(n, wanted)
+    ]
+
+
+def _hop_name(name: str, wanted: set[str]) -> str:
+    return name if name.isidentifier() and name not in wanted and name != "object" else ""
