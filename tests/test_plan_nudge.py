@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from twinny_magics.agent import Agent
-from twinny_magics.notes import announces_a_plan
+from twinny_magics.notes import announces_a_plan, promises_a_result
 from twinny_magics.servers.scripted import ScriptedServer
 
 GREP = '```tool\n{"name": "grep", "arguments": {"pattern": "PORT"}}\n```'
@@ -65,3 +65,47 @@ def test_a_plan_after_a_tool_ran_is_left_alone(workspace: Path) -> None:
 def test_small_talk_is_never_nudged(workspace: Path) -> None:
     server = ScriptedServer(["Let me know if you need more."])
     assert Agent(server=server, workspace=workspace).run("thanks!").text == "Let me know if you need more."
+
+
+PROMISE = "The maximum is what the cell gives:\n```python\ny.max()\n```\nThis will return the maximum in y."
+
+
+@pytest.mark.parametrize(
+    ("text", "promise"),
+    [
+        (PROMISE, True),
+        ("```\nlen(rows)\n```\nRunning it will give the number of rows.", True),
+        ("```\nlen(rows)\n```\nThe output will show how many rows there are.", True),
+        (PROMISE.replace("the maximum in y", "4111.45"), False),  # the value given
+        ("```\nf()\n```\nIt will return a dict.", False),  # a kind of value is an answer
+        ("```\nf()\n```\nIt will return the string 'done'.", False),
+        ("This will return the maximum value.", False),  # no code shown: a description, not a promise
+        ("```\ny.max()\n```\nThis will return the maximum value. It is 4111.45 (nb.ipynb:48).", False),
+        ("The port is 8080 (app.py:1).", False),
+    ],
+)
+def test_a_promised_result_is_told_from_an_answer(text: str, promise: bool) -> None:
+    assert promises_a_result(text) is promise
+
+
+def test_a_promised_result_goes_back_once_for_the_value(workspace: Path) -> None:
+    server = ScriptedServer([PROMISE, "The maximum is 8080.", "unused"])
+    reply = Agent(server=server, workspace=workspace, mode="native").run(
+        "What is the largest port in app.py?"
+    )
+    assert reply.text == "The maximum is 8080."
+    assert reply.steps[0].problems == [
+        "said what its code would return without the value: asked for the value"
+    ]
+    assert "the value itself" in server.requests[1].messages[-1]["content"]
+    again = ScriptedServer([PROMISE, PROMISE])  # a second promise is the answer: asked once a reply
+    assert (
+        Agent(server=again, workspace=workspace, mode="native").run("What is the largest port?").text
+        == PROMISE.strip()
+    )
+    assert len(again.requests) == 2
+
+
+def test_a_promise_to_small_talk_is_left_alone(workspace: Path) -> None:
+    server = ScriptedServer([PROMISE])
+    assert Agent(server=server, workspace=workspace).run("thanks!").text == PROMISE.strip()

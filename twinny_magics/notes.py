@@ -308,6 +308,38 @@ def announces_a_plan(text: str) -> bool:
     return bool(_PLAN.match(text)) and len(text) < 1500
 
 
+# The last sentence of a reply that shows code and says what it *would* give ("This will return the
+# maximum value."), with no value of its own in it: nothing ran the code, so nothing was answered.
+_PROMISE = re.compile(
+    r"(?:^|[.!?:]\s+|\n)(?:This|That|It|Running (?:it|this|that)|The (?:code|call|expression|command|cell|"
+    r"output|result)s?)\b[^.!?\n]{0,40}?\bwill\s+(?:\w+ly\s+)?(?:return|give|print|output|show|display|list|"
+    r"tell|produce|yield|compute|calculate|count)\s+(?P<rest>(?:the|all|each|every|its|their|how|what|which|whether|if)\b"
+    r"[^!?\n]*)[.!]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def promises_a_result(text: str) -> bool:
+    """Whether a reply ends, after a fence of code, by saying what that code *will* return ("This will
+    return the maximum value."), describing the result without giving it (no number, no quoted text): the
+    code did not run, no answer was given. A reply without a fence, or whose last sentence gives the
+    value ("It will return a dict", "This prints 52"), is an answer."""
+    fence = text.rfind("```")
+    if fence < 0 or len(text) > 2500:
+        return False
+    found = _PROMISE.search(text.rstrip(), fence)
+    return found is not None and not re.search(r"\d|[`'\"]", found.group("rest"))
+
+
+def give_the_value_prompt() -> str:
+    """The nudge sent back once when a reply said what its code would return instead of what it is."""
+    return (
+        "You wrote what the code would return, not what it returns: nothing ran it, so the question is not "
+        "answered yet. If the evidence or the tool results above show the value (a notebook cell's outputs "
+        "are the '# out:' lines under it), answer with the value itself; otherwise call a tool to find it."
+    )
+
+
 def act_now_prompt(mode: str, question: str = "") -> str:
     """The nudge sent back once when a reply announced what it would do instead of doing it."""
     text = "You said what you would do but did not do it. Do it now: call the tool for your first step."

@@ -36,12 +36,14 @@ from twinny_magics.notes import (
     act_now_prompt,
     announces_a_plan,
     edit_first_prompt,
+    give_the_value_prompt,
     imitated_result_prompt,
     look_first_prompt,
     looks_like_a_call,
     no_answer_summary,
     notes_messages,
     nothing_found,
+    promises_a_result,
     with_closing_prompt,
 )
 from twinny_magics.protocol.results import Imitation, imitated_results
@@ -117,12 +119,8 @@ class Run:
         #: The look-first and edit-first nudges, each sent at most once; the small-window warning, said once.
         self.nudged = False
         self.edit_nudged = False
-        #: A reply that imitated a tool result is sent back once; so is an answer whose citation is wrong.
-        self.imitated = False
-        self.cited = False
-        #: An answer that only announced a plan is sent back once to carry out its first step.
-        self.acted = False
-        self.warned = False
+        #: Sent back once a reply: an imitated tool result, a wrong citation, a plan or a promised value.
+        self.imitated = self.cited = self.acted = self.warned = False
         #: Whether the last reply's calls (or broken calls) came as native tool calls, not as text.
         self.native_reply = False
         #: Edits read from fences of changed code in this reply (at most two).
@@ -311,13 +309,9 @@ class Run:
                 self.messages = [*self.messages, assistant(text), user(nudge)]
                 record.problems = ["answered without looking: nudged to call a tool first"]
                 return False
-            if self._nudge_to_act(text):
-                self.messages = [
-                    *self.messages,
-                    assistant(text),
-                    user(act_now_prompt(self.offer.mode, self.question.text)),
-                ]
-                record.problems = ["announced what it would do without doing it: nudged to do it"]
+            if act := self._nudge_to_act(text):
+                self.messages = [*self.messages, assistant(text), user(act[1])]
+                record.problems = [act[0]]
                 return False
             if self._nudge_to_edit():
                 self.messages = [*self.messages, assistant(text), user(edit_first_prompt(self.offer.mode))]
@@ -475,13 +469,22 @@ class Run:
         self.nudged = True
         return True
 
-    def _nudge_to_act(self, text: str) -> bool:
-        """Whether an answer that only announces a plan ("I'll read the notebook…") goes back once to
-        carry out its first step (a workspace question, and no tool ran in this reply yet)."""
-        if self.acted or self.calls.ran or not self.question.about_workspace or not announces_a_plan(text):
-            return False
+    def _nudge_to_act(self, text: str) -> tuple[str, str] | None:
+        """An answer to a workspace question that only announces a plan ("I'll read the notebook…", before
+        any tool ran), or shows code and says what it would return with no value: sent back once (the
+        problem and the nudge), to carry out its first step or give the value."""
+        if self.acted or not self.question.about_workspace:
+            return None
+        if not self.calls.ran and announces_a_plan(text):
+            nudge = act_now_prompt(self.offer.mode, self.question.text)
+            problem = "announced what it would do without doing it: nudged to do it"
+        elif promises_a_result(text):
+            nudge = give_the_value_prompt()
+            problem = "said what its code would return without the value: asked for the value"
+        else:
+            return None
         self.acted = True
-        return True
+        return problem, nudge
 
     async def _fenced_edit(self, record: Step, text: str, plan: ContextPlan) -> bool:
         """A reply to a request for a change that printed the changed code in a fence instead of calling
