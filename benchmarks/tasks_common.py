@@ -327,18 +327,34 @@ def unlisted(text: str) -> str:
     return _LIST_MARKER.sub(r"\1", text) if len(_LIST_MARKER.findall(text)) >= 2 else text
 
 
+#: A setting written as code (``k=4``, ``k = 4``, ``bins=[1, 2]``'s ``bins=``): a question's own, restated.
+_SETTING = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*=\s*(-?\d[\d.]*)(?![\w.])")
+
+
+def unrestated(text: str, asked: str) -> str:
+    """``text`` without the settings the question itself gives, restated (``MaximumBreaks(y, k=4)`` in an
+    answer to a question about ``k=4``): a number the question set is not what the answer says."""
+    own = {(m.group(1), m.group(2)) for m in _SETTING.finditer(asked)}
+    if not own:
+        return text
+    return _SETTING.sub(lambda m: " " if (m.group(1), m.group(2)) in own else m.group(0), text)
+
+
 class Answer:
     """A check of an answer: it names what is right and not what is wrong (see the module docstring).
 
     With one right term, the candidate named first decides; with several, every right one must be named
-    and no wrong one. Callable as an experiment check ``(reply, workspace) -> True | reason``.
+    and no wrong one. A setting the question gives (``k=4``), restated in the answer, is not read as the
+    answer's number (``asked``: the question, which its :class:`Task` sets). Callable as an experiment
+    check ``(reply, workspace) -> True | reason``.
     """
 
-    def __init__(self, right: Sequence[Term], wrong: Sequence[Term] = ()) -> None:
+    def __init__(self, right: Sequence[Term], wrong: Sequence[Term] = (), asked: str = "") -> None:
         if not right:
             raise ValueError("An answer check needs at least one right term.")
         self.right = tuple(right)
         self.wrong = tuple(wrong)
+        self.asked = asked
         # The experiment saves a function check by this name and refuses to resume results whose checks
         # differ; the terms are in it, so a changed check is a changed name.
         said = "+".join(t.label for t in self.right)
@@ -350,7 +366,7 @@ class Answer:
 
     def grade(self, text: str) -> bool | str:
         """True when ``text`` is a right answer, else why not."""
-        text = unlisted(text)
+        text = unrestated(unlisted(text), self.asked)
         if len(self.right) == 1:
             at = self.right[0].find(text)
             if at is None:
@@ -480,6 +496,10 @@ class Task:
     #: Where the answer stands (the lines an answer rests on), for measuring the ranking alone; an edit's
     #: are the lines it changes.
     where: tuple[Where, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.check, Answer) and not self.check.asked:
+            self.check.asked = self.question
 
     def as_question(self) -> Question:
         """The task as an experiment question."""

@@ -176,6 +176,21 @@ def test_a_number_is_not_found_inside_another_number_or_a_version() -> None:
     assert two.find("lines 1,234") is None
 
 
+def test_a_setting_the_question_gives_restated_in_the_answer_is_not_its_number() -> None:
+    number = tasks_toolz.number_term
+    question = "How many rows fall in the first class of Breaks(y, k=4)?"
+    check = Task("t", "notebook", question, Answer([number(52)], [number(4), number(1)])).check
+    assert isinstance(check, Answer)
+    assert check.asked == question  # the task gives its check the question
+    assert check.grade("The first class of Breaks(y, k=4) holds 52 rows.") is True
+    assert check.grade("With k = 4, the first class holds 52.") is True
+    assert check.grade("4 rows fall in it, not 52.") == "the answer names 4 first (not 52)"
+    assert check.grade("Breaks(y, k=4) holds 4 rows, then 52.") == "the answer names 4 first (not 52)"
+    assert check.grade("Breaks(y, k=4)") == "the answer does not say 52"
+    # A setting the question does not give is read as written.
+    assert check.grade("With k=1 the first class holds 52.") == "the answer names 1 first (not 52)"
+
+
 def test_each_edit_passes_only_as_the_intended_change(
     tasks: list[Task], source: Path, tmp_path: Path
 ) -> None:
