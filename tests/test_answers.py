@@ -163,6 +163,21 @@ def test_a_problem_messages_example_call_is_aimed_at_the_questions_word() -> Non
     assert about_the_question("Arguments must be JSON.", "Where is countby?") == "Arguments must be JSON."
 
 
+def test_a_call_of_a_name_the_question_gives_is_aimed_at_its_definition() -> None:
+    """A 1.5B model called the method it was asked about (get_legend_classes) as a tool, three times."""
+    from twinny_magics.engine.question import _CANONICAL_EXAMPLE, about_the_question
+
+    question = "notebooks/02.ipynb calls get_legend_classes on a classifier. In which class is it defined?"
+    problem = f'There is no tool called "get_legend_classes". Call one like this:\n{_CANONICAL_EXAMPLE}'
+    aimed = about_the_question(problem, question)
+    assert r'{"name": "grep", "arguments": {"pattern": "(?:def|class) get_legend_classes\\b"}}' in aimed
+    assert "not a tool" in aimed
+    # A made-up tool name the question does not give: the example is aimed at the question's word.
+    other = f'There is no tool called "search_code". Call one like this:\n{_CANONICAL_EXAMPLE}'
+    assert "not a tool" not in about_the_question(other, question)
+    assert "(?:def|class)" not in about_the_question(other, question)
+
+
 @pytest.mark.parametrize(
     ("bad", "said"),
     [

@@ -270,6 +270,33 @@ async def test_grep_answers_file_line_and_text(project: Path) -> None:
     assert out.text.splitlines() == ["src/app.py:4: def main():", "src/pkg/util.py:1: def helper():"]
 
 
+async def test_grep_names_the_class_a_matched_method_belongs_to(tmp_path: Path) -> None:
+    """A method's row says its class ("which class defines get_legend"), found by indentation: a nested
+    function and a top-level one get no tag."""
+    source = (
+        'class Base:\n    """Doc."""\n\n    @property\n    def get_legend(self, fmt="{}"):\n'
+        "        def get_inner():\n            pass\n        return 1\n\n\n"
+        "def get_top():\n    pass\n\n\nclass Other(Base):\n    async def get_async(self):\n        pass\n"
+    )
+    (tmp_path / "m.py").write_text(source)
+    out = await call(Workspace(tmp_path), "grep", pattern=r"def get_")
+    assert out.text.splitlines() == [
+        'm.py:5: def get_legend(self, fmt="{}"):  [in class Base]',
+        "m.py:6: def get_inner():",
+        "m.py:11: def get_top():",
+        "m.py:16: async def get_async(self):  [in class Other]",
+    ]
+    # Under a less-indented line that opens no class (a string at column 0), no class is named.
+    (tmp_path / "m.py").write_text(
+        'class A:\n    x = """\nclass B:\n"""\n    def get_x(self):\n        pass\n'
+    )
+    out = await call(Workspace(tmp_path), "grep", pattern=r"def get_x")
+    assert out.text == "m.py:5: def get_x(self):"
+    # A class name past 80 characters is not named (a row stays short, whatever the file holds).
+    (tmp_path / "m.py").write_text("class " + "X" * 200 + ":\n    def get_x(self):\n        pass\n")
+    assert (await call(Workspace(tmp_path), "grep", pattern=r"def get_x")).text == "m.py:2: def get_x(self):"
+
+
 async def test_grep_keeps_to_the_per_file_and_total_limits_and_says_what_it_left_out(tmp_path: Path) -> None:
     """At most 10 matches a file and 40 in all; the rest is counted in a note."""
     for n in range(6):

@@ -7,6 +7,7 @@ problem message's example call should search for); each reads this one value, ma
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from twinny_magics.notes import asks_for_a_change, needs_the_workspace
@@ -43,10 +44,32 @@ class Question:
         is real anywhere, such as listing the top folder) when one is given."""
         if _CANONICAL_EXAMPLE not in problem:
             return problem
+        if name := self._name_called(problem):
+            pattern = rf"(?:def|class) {name}\b"
+            aimed = replace(_CANONICAL, arguments=dict.fromkeys(_CANONICAL.arguments, pattern))
+            note = f"(`{name}` is a name from the question, in the code, not a tool: this grep finds where "
+            note += "it is defined.)"
+            return problem.replace(_CANONICAL_EXAMPLE, f"{format_call(aimed)}\n{note}")
         if self.terms:
             aimed = replace(_CANONICAL, arguments=dict.fromkeys(_CANONICAL.arguments, self.terms[0]))
             return problem.replace(_CANONICAL_EXAMPLE, format_call(aimed))
         return problem.replace(_CANONICAL_EXAMPLE, fallback) if fallback else problem
+
+    def _name_called(self, problem: str) -> str | None:
+        """The name of a tool that does not exist which a problem reports, when it is a name the question
+        itself gives (a small model calls the function it was asked about as if it were a tool)."""
+        unknown = _UNKNOWN.match(problem)
+        if unknown is None or not _named_in_text(unknown.group(1), self.text):
+            return None
+        return unknown.group(1)
+
+
+#: The protocol's message for a call of a tool not offered, and the name it reports.
+_UNKNOWN = re.compile(r'^There is no tool called "([A-Za-z_]\w{0,59})"')
+
+
+def _named_in_text(name: str, text: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
 
 
 def about_the_question(problem: str, question: str, fallback: str = "") -> str:

@@ -271,13 +271,19 @@ def grep(
             if text is None:
                 continue
             in_file = 0
+            lines: list[str] | None = None  # split once, for the first method matched
             for number, line, found in search.matches(text, file_seconds):
                 in_file += 1
                 if in_file > limits.grep_per_file or len(rows) >= limits.grep_matches:
                     left_out += 1
                     capped_files += in_file == limits.grep_per_file + 1
                     continue
-                rows.append(f"{entry.rel}:{number}: {_around(line, found, limits.line_chars)}")
+                row = f"{entry.rel}:{number}: {_around(line, found, limits.line_chars)}"
+                if _METHOD.match(line):
+                    lines = text.split("\n") if lines is None else lines
+                    owner = enclosing_class(lines, number - 1)
+                    row += f"  [in class {owner}]" if owner else ""
+                rows.append(row)
         except GrepStopped as halt:
             if halt.why == "file":
                 slow.append(entry.rel)
@@ -465,6 +471,33 @@ def files_matching(
                 break
     tally.complete = tally.complete and not walk.truncated
     return tally
+
+
+#: A method's line (an indented def) and a class's line, for the class a matched method belongs to.
+_METHOD = re.compile(r"^([ \t]+)(?:async[ \t]+)?def[ \t]+\w")
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w{1,80})\b")
+#: How far up a method's class is looked for (a class longer than this is not named).
+CLASS_LINES = 3000
+
+
+def enclosing_class(lines: list[str], index: int) -> str | None:
+    """The class that the method defined on ``lines[index]`` (an indented ``def``) belongs to: the first
+    line above it that is indented less, when that line opens a class; None for a nested function, a
+    method past `CLASS_LINES` lines of its class, or a line that is no method. A grep row names it, so a
+    question of which class defines a method is answered by the row that finds the method."""
+    method = _METHOD.match(lines[index])
+    if method is None:
+        return None
+    indent = len(method.group(1).expandtabs())
+    for k in range(index - 1, max(-1, index - CLASS_LINES), -1):
+        line = lines[k]
+        body = line.lstrip()
+        if not body or body.startswith(("#", "@", ")", "]")):
+            continue
+        if len(line[: len(line) - len(body)].expandtabs()) < indent:
+            owner = _CLASS.match(line)
+            return owner.group(1) if owner else None
+    return None
 
 
 def _why_unreadable(exc: OSError | WorkspaceError) -> str:
