@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from twinny_magics.agent import Agent
-from twinny_magics.notes import announces_a_plan, promises_a_result
+from twinny_magics.notes import announces_a_plan, counts_nothing, promises_a_result
 from twinny_magics.servers.scripted import ScriptedServer
 
 GREP = '```tool\n{"name": "grep", "arguments": {"pattern": "PORT"}}\n```'
@@ -109,3 +109,36 @@ def test_a_promised_result_goes_back_once_for_the_value(workspace: Path) -> None
 def test_a_promise_to_small_talk_is_left_alone(workspace: Path) -> None:
     server = ScriptedServer([PROMISE])
     assert Agent(server=server, workspace=workspace).run("thanks!").text == PROMISE.strip()
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "nothing"),
+    [
+        ("How many cells ran?", "The cells that ran are listed in the notebook's outputs.", True),
+        ("What is the number of classes?", "The classes are printed by res.counts.", True),
+        ("How many cells ran?", "17 cells ran.", False),
+        ("How many cells ran?", "Seventeen.", False),
+        ("How many errors are there?", "None: no cell failed.", False),
+        ("How many cells ran?", "", False),  # no answer at all is another matter
+        ("Which cells ran?", "The cells that ran are listed in the outputs.", False),  # not a how-many
+        ("What does count() return?", "A dictionary of counts.", False),
+    ],
+)
+def test_a_how_many_answer_without_a_number_is_told_from_one_with(
+    question: str, answer: str, nothing: bool
+) -> None:
+    assert counts_nothing(question, answer) is nothing
+
+
+def test_a_how_many_answer_without_a_number_goes_back_once(workspace: Path) -> None:
+    where = "The counts are printed on the line where app.py sets PORT."
+    server = ScriptedServer([where, "There is 1 port: 8080."])
+    reply = Agent(server=server, workspace=workspace, mode="native").run("How many ports does app.py set?")
+    assert reply.text == "There is 1 port: 8080."
+    assert reply.steps[0].problems == ["answered a how-many question with no number: asked for it"]
+    assert "gives no number" in server.requests[1].messages[-1]["content"]
+    again = ScriptedServer([where, where])
+    assert (
+        Agent(server=again, workspace=workspace, mode="native").run("How many ports are set?").text == where
+    )
+    assert len(again.requests) == 2

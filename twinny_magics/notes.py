@@ -340,6 +340,44 @@ def give_the_value_prompt() -> str:
     )
 
 
+_HOW_MANY = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b", re.IGNORECASE)
+_A_NUMBER = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred|dozen|none|no|single|once|twice)\b",
+    re.IGNORECASE,
+)
+
+
+def counts_nothing(question: str, answer: str) -> bool:
+    """Whether an answer to a question that asks how many ("how many", "number of") gives no number at
+    all — no digit, no number word, no "none": it describes where the count is instead of giving it."""
+    return bool(answer.strip()) and _HOW_MANY.search(question) is not None and not _A_NUMBER.search(answer)
+
+
+def give_the_count_prompt() -> str:
+    """The nudge sent back once when an answer to a how-many question gave no number."""
+    return (
+        "The question asks how many, and your answer gives no number. Answer with the number itself, "
+        "taken from the results or evidence above (a notebook cell's outputs are the '# out:' lines "
+        "under it); if they do not show it, call a tool to find it."
+    )
+
+
+def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, str] | None:
+    """Why an answer to a workspace question has not done what it said or was asked, and the nudge to
+    send back (once a reply): a plan announced before any tool ran (``ran``), a value promised by code
+    that did not run, a how-many question answered with no number; None when it is an answer."""
+    if not ran and announces_a_plan(answer):
+        problem = "announced what it would do without doing it: nudged to do it"
+        return problem, act_now_prompt(mode, question)
+    if promises_a_result(answer):
+        problem = "said what its code would return without the value: asked for the value"
+        return problem, give_the_value_prompt()
+    if counts_nothing(question, answer):
+        return "answered a how-many question with no number: asked for it", give_the_count_prompt()
+    return None
+
+
 def act_now_prompt(mode: str, question: str = "") -> str:
     """The nudge sent back once when a reply announced what it would do instead of doing it."""
     text = "You said what you would do but did not do it. Do it now: call the tool for your first step."

@@ -33,17 +33,14 @@ from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
     IMITATED_RESULT_NOTICE,
     NO_ANSWER,
-    act_now_prompt,
-    announces_a_plan,
     edit_first_prompt,
-    give_the_value_prompt,
     imitated_result_prompt,
     look_first_prompt,
     looks_like_a_call,
     no_answer_summary,
+    not_done,
     notes_messages,
     nothing_found,
-    promises_a_result,
     with_closing_prompt,
 )
 from twinny_magics.protocol.results import Imitation, imitated_results
@@ -471,20 +468,13 @@ class Run:
 
     def _nudge_to_act(self, text: str) -> tuple[str, str] | None:
         """An answer to a workspace question that only announces a plan ("I'll read the notebook…", before
-        any tool ran), or shows code and says what it would return with no value: sent back once (the
-        problem and the nudge), to carry out its first step or give the value."""
+        any tool ran), shows code and says what it would return with no value, or gives no number to a
+        how-many question: sent back once (the problem and the nudge; `notes.not_done`)."""
         if self.acted or not self.question.about_workspace:
             return None
-        if not self.calls.ran and announces_a_plan(text):
-            nudge = act_now_prompt(self.offer.mode, self.question.text)
-            problem = "announced what it would do without doing it: nudged to do it"
-        elif promises_a_result(text):
-            nudge = give_the_value_prompt()
-            problem = "said what its code would return without the value: asked for the value"
-        else:
-            return None
-        self.acted = True
-        return problem, nudge
+        said = not_done(self.question.text, text, ran=bool(self.calls.ran), mode=self.offer.mode)
+        self.acted = said is not None
+        return said
 
     async def _fenced_edit(self, record: Step, text: str, plan: ContextPlan) -> bool:
         """A reply to a request for a change that printed the changed code in a fence instead of calling
