@@ -205,8 +205,10 @@ def notebook_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
             ran += _RAN.match(line) is not None
     if not kinds:
         return []
-    by_kind = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
-    out = [("", f"cells: {sum(kinds.values())} ({by_kind})")]
+    # One line a kind, the kind's name by its number ("code cells: 7"): written "cells: 12 (7 code, 5
+    # markdown)", the question's "how many code cells" was answered 12.
+    out = [("", f"{kind} cells: {n}") for kind, n in kinds.most_common()]
+    out.append(("", f"cells in all: {sum(kinds.values())}"))
     if kinds["code"]:
         out.append(("", f"code cells that ran (have an execution count): {ran}"))
     return out
