@@ -219,6 +219,13 @@ def test_a_replacement_described_in_inline_code_is_made(workspace: Path) -> None
     assert agent.replies[-1].steps[0].calls[0].arguments["find"] == "PORT = 8080"
 
 
+def test_edit_arguments_told_in_prose_are_made_as_the_edit(workspace: Path) -> None:
+    said = "I edited app.py. The `find` argument is `PORT = 8080`. The `replace` argument is `PORT = 9090`."
+    agent = run(workspace, said, "Done.")
+    assert (workspace / "app.py").read_text() == APP.replace("8080", "9090")
+    assert agent.replies[-1].steps[0].calls[0].arguments["replace"] == "PORT = 9090"
+
+
 def test_a_described_replacement_whose_old_text_is_not_once_in_one_file_is_not_made(workspace: Path) -> None:
     (workspace / "copy.py").write_text("PORT = 8080\n")
     said = "Replace `PORT = 8080` with `PORT = 9090` in app.py or copy.py."
@@ -243,6 +250,14 @@ def test_a_described_replacement_whose_old_text_is_not_once_in_one_file_is_not_m
             [("a = >=3.8", "a = >=3.9")],
         ),  # a name and its new value are not a replacement of text
         ("change `python_requires` to `>=3.9`", []),
+        (
+            "I edited `pkg/x.py`. The `find` argument is the exact text, which is `hinge=1.5`. The "
+            "`replace` argument is the new text, which is `hinge=3.0`.",
+            [("hinge=1.5", "hinge=3.0")],
+        ),  # the edit tool's arguments told, not passed
+        ("with find `a = 1` and replace `a = 2`", [("a = 1", "a = 2")]),
+        ("The `find` argument must be exact; `replace` is the new text.", []),
+        ("find `python_requires` and replace it with `>=3.9`", []),  # not the old text changed
     ],
 )
 def test_what_counts_as_a_described_replacement(text: str, pairs: list[tuple[str, str]]) -> None:

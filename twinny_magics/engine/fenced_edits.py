@@ -66,6 +66,12 @@ _DESCRIBED = re.compile(
     r"[^`\n]{0,40}?\b(?:with|to|by|into)[ \t]+(?:the[ \t]+(?:line|text|value)[ \t]+)?`([^`\n]{0,300})`",
     re.I,
 )
+#: The edit tool's arguments described in prose: "the `find` argument is … `old`. The `replace` argument is
+#: … `new`" (a 1.5B model nudged to edit said so, and called nothing).
+_ARGUMENTS = re.compile(
+    r"\bfind`?[^`\n]{0,80}?`([^`\n]{1,300})`[^`\n]{0,80}?`?\breplace`?[^`\n]{0,80}?`([^`\n]{0,300})`",
+    re.I,
+)
 #: Fences in a language that is not a file's text (a shell session, a tool call of the protocol's).
 _NOT_FILE_TEXT = frozenset({"tool", "bash", "sh", "shell", "console", "json-tool", "diff", "patch", "text"})
 
@@ -335,11 +341,13 @@ def _string(node: ast.expr) -> str | None:
 
 def described(text: str) -> list[tuple[str, str]]:
     """The replacements a reply describes in inline code instead of making them ("replace the line
-    `a = 1` with `a = 2`", "change `>=3.8` to `>=3.9`"), in order: old text (3 characters or more) and
+    `a = 1` with `a = 2`", "change `>=3.8` to `>=3.9`", "the `find` argument is `a = 1`, the `replace`
+    argument `a = 2`"), in order: old text (3 characters or more) and
     new, at most :data:`MAX_FENCES`. The new text must read as the old one changed (mostly the same): "change
     `python_requires` to `>=3.9`" names what changes, not the text to replace."""
     out: list[tuple[str, str]] = []
-    for match in _DESCRIBED.finditer(text):
+    matches = sorted([*_DESCRIBED.finditer(text), *_ARGUMENTS.finditer(text)], key=lambda m: m.start())
+    for match in matches:
         old, new = match.group(1), match.group(2)
         if (
             len(old.strip()) >= 3
