@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "retrieval",
         "naming",
         "tally",
+        "sections",
         "cells",
     ),
     ("engine/",),

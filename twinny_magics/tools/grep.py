@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 import regex
 
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.sections import Heading, headings, is_document, section_of
 from twinny_magics.tools.base import ToolLimits, call_text, cut_line
 from twinny_magics.tools.files import (
     BINARY_SNIFF_BYTES,
@@ -272,6 +273,7 @@ def grep(
                 continue
             in_file = 0
             lines: list[str] | None = None  # split once, for the first method matched
+            titles: list[Heading] | None = None  # a document's headings, read at its first match
             for number, line, found in search.matches(text, file_seconds):
                 in_file += 1
                 if in_file > limits.grep_per_file or len(rows) >= limits.grep_matches:
@@ -283,6 +285,11 @@ def grep(
                     lines = text.split("\n") if lines is None else lines
                     owner = enclosing_class(lines, number - 1)
                     row += f"  [in class {owner}]" if owner else ""
+                elif titles is None or titles:
+                    document = titles is None and is_document(entry.rel)
+                    titles = headings(entry.rel, text.split("\n")) if document else titles or []
+                    chain = section_of(titles, number - 1)
+                    row += f"  [under {' > '.join(chain)}]" if chain else ""
                 rows.append(row)
         except GrepStopped as halt:
             if halt.why == "file":
