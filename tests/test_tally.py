@@ -164,8 +164,20 @@ def test_rst_section_titles_by_their_adornment() -> None:
     text += "Features\n--------\n\nlib 1.0\n=======\n\nnot a title\n===\n"
     assert tally.tally("CHANGELOG.rst", lines_of(text))[1:] == [
         "section titles over- and underlined with '=': 1 (Changelog)",  # a style of its own: the title
-        "section titles underlined with '=': 2 (lib 1.1 (2024), lib 1.0)",
+        # Every title names a version: a changelog's releases, which a "how many releases" asks for.
+        "section titles underlined with '=', each naming a version (a release): 2 (lib 1.1 (2024), lib 1.0)",
         "section titles underlined with '-': 1 (Features)",
+    ]
+    # Not when one of them names none, nor for a single title; Markdown's headings alike.
+    text = "# Changes\n\n## 2.0.1\n\n## v1.9\n\n## Unreleased\n\n### Fixed\n"
+    assert tally.tally("CHANGES.md", lines_of(text))[1:] == [
+        "level-1 headings (#): 1 (Changes)",
+        "level-2 headings (##): 3 (2.0.1, v1.9, Unreleased)",
+        "level-3 headings (###): 1 (Fixed)",
+    ]
+    text = "## 2.0.1\n\n## v1.9\n"
+    assert tally.tally("CHANGES.md", lines_of(text))[1:] == [
+        "level-2 headings (##), each naming a version (a release): 2 (2.0.1, v1.9)"
     ]
 
 

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from twinny_magics.outline import file_suffix
+from twinny_magics.sections import markdown_titles, rst_titles
 
 #: A question that asks for a count.
 ASKS_COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b", re.IGNORECASE)
@@ -214,43 +215,34 @@ def notebook_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
-
-
 def markdown_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
     """Markdown headings by level (outside fenced code)."""
     levels: dict[int, list[str]] = {}
-    fenced = False
-    for line in lines:
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-            continue
-        heading = None if fenced else _MD_HEADING.match(line)
-        if heading:
-            levels.setdefault(len(heading.group(1)), []).append(heading.group(2))
-    return [("", _count(f"level-{n} headings ({'#' * n})", names)) for n, names in sorted(levels.items())]
-
-
-_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+.:_])\1{2,}\s*$")
+    for _, level, title in markdown_titles(lines):
+        levels.setdefault(level, []).append(title)
+    return [("", _titles(f"level-{n} headings ({'#' * n})", names)) for n, names in sorted(levels.items())]
 
 
 def rst_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
     """reStructuredText section titles by their adornment: the underline's character, and whether the
-    title is overlined too (a style of its own, as docutils reads it: a document's title usually is), in
-    order of first use, which is the level: the first is the top."""
+    title is overlined too, in order of first use, which is the level: the first is the top."""
     by_style: dict[tuple[str, bool], list[str]] = {}
-    for k in range(1, len(lines)):
-        mark = _UNDERLINE.match(lines[k])
-        title = lines[k - 1].strip()
-        if not mark or not title or _UNDERLINE.match(lines[k - 1]) or len(lines[k].strip()) < len(title):
-            continue
-        over = k >= 2 and lines[k - 2].strip() == lines[k].strip()
-        by_style.setdefault((mark.group(1), over), []).append(title)
+    for _, adornment, title in rst_titles(lines):
+        by_style.setdefault(adornment, []).append(title)
     out = []
     for (char, over), names in by_style.items():
         style = "over- and underlined" if over else "underlined"
-        out.append(("", _count(f"section titles {style} with {char!r}", names)))
+        out.append(("", _titles(f"section titles {style} with {char!r}", names)))
     return out
+
+
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*\b")
+
+
+def _titles(what: str, names: Sequence[str]) -> str:
+    """A count of headings, saying so when every one of them names a version (a changelog's releases)."""
+    versions = len(names) > 1 and all(_VERSION.search(name) for name in names)
+    return _count(what + (", each naming a version (a release)" if versions else ""), names)
 
 
 _SECTION = re.compile(r"^\s*\[\[?([^\]\n]+)\]\]?\s*(?:[#;].*)?$")
