@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from twinny_magics.agent import Agent
-from twinny_magics.notes import announces_a_plan, counts_nothing, promises_a_result
+from twinny_magics.notes import announces_a_plan, counts_nothing, names_no_line, promises_a_result
 from twinny_magics.servers.scripted import ScriptedServer
 
 GREP = '```tool\n{"name": "grep", "arguments": {"pattern": "PORT"}}\n```'
@@ -76,6 +76,9 @@ PROMISE = "The maximum is what the cell gives:\n```python\ny.max()\n```\nThis wi
         (PROMISE, True),
         ("```\nlen(rows)\n```\nRunning it will give the number of rows.", True),
         ("```\nlen(rows)\n```\nThe output will show how many rows there are.", True),
+        # The run put first (a 1.5B model's closing under a counting script):
+        ("```python\nprint(count)\n```\n\nWhen you run this code, it will output the number of rows.", True),
+        ("```\nlen(rows)\n```\nIf you run the cell, it will print 12.", False),
         (PROMISE.replace("the maximum in y", "4111.45"), False),  # the value given
         ("```\nf()\n```\nIt will return a dict.", False),  # a kind of value is an answer
         ("```\nf()\n```\nIt will return the string 'done'.", False),
@@ -141,4 +144,41 @@ def test_a_how_many_answer_without_a_number_goes_back_once(workspace: Path) -> N
     assert (
         Agent(server=again, workspace=workspace, mode="native").run("How many ports are set?").text == where
     )
+    assert len(again.requests) == 2
+
+
+LISTING = (
+    "To find the line, I looked at the file. The relevant part is:\n\n```\n589: _HookCaller = HookCaller\n"
+    '590: \n591: \n592: class _SubsetHookCaller(HookCaller):\n593:     """A proxy."""\n```'
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "none"),
+    [
+        ("On which line is class X defined? Give the line number.", LISTING, True),
+        ("What line of app.py sets PORT?", "591: x = 1\n592: PORT = 8080\n", True),  # a bare listing
+        ("On which line is class X defined?", "The class X line is where the file defines it.", True),
+        ("On which line is class X defined?", LISTING + "\n\nIt is line 592.", False),
+        ("On which line is class X defined?", "Line 592: `class X:`", False),
+        ("On which line is class X defined?", "```\n592: class X(Base):\n```", False),  # one line copied
+        ("What does line 5 of app.py say?", LISTING, False),  # asks what a line says, not which line
+        ("On which line is class X defined?", "", False),
+    ],
+)
+def test_a_which_line_answer_without_a_line_number_of_its_own_is_told_from_one_with(
+    question: str, answer: str, none: bool
+) -> None:
+    assert names_no_line(question, answer) is none
+
+
+def test_a_which_line_answer_that_only_copies_numbered_lines_goes_back_once(workspace: Path) -> None:
+    server = ScriptedServer([LISTING, "The class is defined on line 592."])
+    question = "On which line of app.py is PORT set? Give the line number."
+    reply = Agent(server=server, workspace=workspace, mode="native").run(question)
+    assert reply.text == "The class is defined on line 592."
+    assert reply.steps[0].problems == ["answered a which-line question with no line number: asked for it"]
+    assert "a copy of numbered lines is not an answer" in server.requests[1].messages[-1]["content"]
+    again = ScriptedServer([LISTING, LISTING])
+    assert Agent(server=again, workspace=workspace, mode="native").run(question).text == LISTING
     assert len(again.requests) == 2

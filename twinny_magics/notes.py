@@ -311,7 +311,8 @@ def announces_a_plan(text: str) -> bool:
 # The last sentence of a reply that shows code and says what it *would* give ("This will return the
 # maximum value."), with no value of its own in it: nothing ran the code, so nothing was answered.
 _PROMISE = re.compile(
-    r"(?:^|[.!?:]\s+|\n)(?:This|That|It|Running (?:it|this|that)|The (?:code|call|expression|command|cell|"
+    r"(?:^|[.!?:]\s+|\n)(?:(?:When|Once|If|After)\s+(?:you\s+)?run[^,.!?\n]{0,30},\s*)?"
+    r"(?:This|That|It|Running (?:it|this|that)|The (?:code|call|expression|command|cell|"
     r"output|result)s?)\b[^.!?\n]{0,40}?\bwill\s+(?:\w+ly\s+)?(?:return|give|print|output|show|display|list|"
     r"tell|produce|yield|compute|calculate|count)\s+(?P<rest>(?:the|all|each|every|its|their|how|what|which|whether|if)\b"
     r"[^!?\n]*)[.!]?\s*$",
@@ -363,10 +364,35 @@ def give_the_count_prompt() -> str:
     )
 
 
+_WHICH_LINE = re.compile(r"\b(?:which|what)\s+line\b|\bline\s+number\b", re.IGNORECASE)
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_LISTED = re.compile(r"^[ \t]*\d+[ \t]*[:|].*$", re.MULTILINE)
+
+
+def names_no_line(question: str, answer: str) -> bool:
+    """Whether an answer to a question that asks which line gives no line number in its own words: its
+    only numbers are in a copy of numbered lines (a fence or a listing of ``592: class …`` rows), where
+    the first one read is the copy's first line, not the answer. A copy of one line is an answer."""
+    if not answer.strip() or _WHICH_LINE.search(question) is None or len(_LISTED.findall(answer)) == 1:
+        return False
+    prose = _LISTED.sub("", _FENCED.sub("", answer))
+    return re.search(r"\d", prose) is None
+
+
+def give_the_line_prompt() -> str:
+    """The nudge sent back once when an answer to a which-line question gave no line number of its own."""
+    return (
+        "The question asks for a line number, and your answer gives none in its own words: a copy of "
+        "numbered lines is not an answer. Say the line number in a sentence — the number before ':' on the "
+        "line that holds what the question asks about, in the evidence or results above."
+    )
+
+
 def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, str] | None:
     """Why an answer to a workspace question has not done what it said or was asked, and the nudge to
     send back (once a reply): a plan announced before any tool ran (``ran``), a value promised by code
-    that did not run, a how-many question answered with no number; None when it is an answer."""
+    that did not run, a how-many question answered with no number, a which-line question answered with
+    no line number; None when it is an answer."""
     if not ran and announces_a_plan(answer):
         problem = "announced what it would do without doing it: nudged to do it"
         return problem, act_now_prompt(mode, question)
@@ -375,6 +401,8 @@ def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, 
         return problem, give_the_value_prompt()
     if counts_nothing(question, answer):
         return "answered a how-many question with no number: asked for it", give_the_count_prompt()
+    if names_no_line(question, answer):
+        return "answered a which-line question with no line number: asked for it", give_the_line_prompt()
     return None
 
 
