@@ -296,7 +296,8 @@ def test_a_script_that_replaces_is_read_as_the_edit_it_would_make_never_run(work
 def test_a_scripts_replace_matches_loosely_like_a_call(workspace: Path) -> None:
     script = SCRIPT.replace("PORT = 8080", "PORT=8080").replace("PORT = 9090", "PORT=9090")
     run(workspace, "```python\n" + script + "```\n", "Done.")
-    assert (workspace / "app.py").read_text() == APP.replace("PORT = 8080", "PORT=9090")  # as a call would
+    # As a call's would be: the replacement takes the file's spacing ("PORT = 8080" in app.py).
+    assert (workspace / "app.py").read_text() == APP.replace("PORT = 8080", "PORT = 9090")
 
 
 @pytest.mark.parametrize(

@@ -260,9 +260,33 @@ async def test_find_in_the_other_quote_style_or_spacing_matches_once_and_keeps_t
     assert "ignoring quote style" in out.text
     out = await call(ws, "edit_file", path="setup.py", find="chunksize = 128", replace="chunksize = 256")
     assert not out.is_error
+    # The replacement is written in the file's spacing, not the find's: chunksize=256, as the file has it.
     assert (
         tmp_path / "setup.py"
-    ).read_text() == 'setup(\n    python_requires=">=3.9",\n    chunksize = 256,\n)\n'
+    ).read_text() == 'setup(\n    python_requires=">=3.9",\n    chunksize=256,\n)\n'
+
+
+async def test_a_loose_match_writes_the_replacement_in_the_files_spacing(tmp_path: Path) -> None:
+    """A 1.5B model asked to change a default wrote ``hinge = 3.0`` for a file's ``hinge=1.5``: the edit
+    keeps the file's style around each punctuation mark, also beside a new argument; a line end the
+    replacement adds stays, and nothing outside the match changes."""
+    (tmp_path / "c.py").write_text("class B:\n    def __init__(self, y, hinge=1.5):\n        self.y = y\n")
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(
+        ws,
+        "edit_file",
+        path="c.py",
+        find="def __init__(self, y, hinge = 1.5):",
+        replace="def __init__(self, y, hinge = 3.0, k = 5):",
+    )
+    assert not out.is_error
+    assert "ignoring quote style" in out.text
+    assert (tmp_path / "c.py").read_text() == (
+        "class B:\n    def __init__(self, y, hinge=3.0, k=5):\n        self.y = y\n"
+    )
+    out = await call(ws, "edit_file", path="c.py", find="self.y=y", replace="self.y=y\n        self.k=k")
+    assert not out.is_error
+    assert (tmp_path / "c.py").read_text().endswith("        self.y = y\n        self.k = k\n")
 
 
 async def test_a_loose_find_that_matches_twice_or_joins_two_words_is_not_applied(tmp_path: Path) -> None:

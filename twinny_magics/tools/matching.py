@@ -55,7 +55,8 @@ def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, 
     # Small models write 'x' for "x" and x = 1 for x=1: one match that differs only so is it.
     start, end = looser[0]
     note = " (find matched only when ignoring quote style and spaces around punctuation)"
-    return start, end, _same_quotes(replace, find, text[start:end]), note
+    matched = text[start:end]
+    return start, end, _same_quotes(_same_spacing(replace, find, matched), find, matched), note
 
 
 def own_text(content: str, seen: str) -> list[tuple[int, int, int]]:
@@ -157,6 +158,71 @@ def _same_quotes(replace: str, find: str, matched: str) -> str:
         if mine in find and theirs not in find and theirs in matched and mine not in matched:
             return replace.replace(mine, theirs)
     return replace
+
+
+def _pieces(text: str) -> tuple[list[str], list[str]]:
+    """``text``'s tokens (words and single punctuation characters, ' and " as one) and the gaps before
+    each token after the first (the whitespace between them, '' where they touch)."""
+    tokens: list[str] = []
+    gaps: list[str] = []
+    gap = ""
+    for piece in re.findall(r"\s+|\w+|.", text.strip(), flags=re.DOTALL):
+        if piece.isspace():
+            gap = piece
+            continue
+        if tokens:
+            gaps.append(gap)
+        tokens.append('"' if piece == "'" else piece)
+        gap = ""
+    return tokens, gaps
+
+
+def _same_spacing(replace: str, find: str, matched: str) -> str:
+    """``replace`` with the file's spacing around punctuation where ``find`` had another
+    (``hinge = 3.0`` for a file that writes ``hinge=1.5``, found by ``hinge = 1.5``).
+
+    A gap of ``replace`` between two tokens takes the file's gap between the same two tokens in the
+    match; between a punctuation token and a new one, the file's gap beside that punctuation. A gap with
+    a line end, in ``replace`` or in the file, is left as it is."""
+    find_tokens, _ = _pieces(find)
+    file_tokens, file_gaps = _pieces(matched)
+    if find_tokens != file_tokens:
+        return replace
+    by_pair: dict[tuple[str, str], str] = {}
+    after: dict[str, str] = {}
+    before: dict[str, str] = {}
+    for k, gap in enumerate(file_gaps):
+        left, right = file_tokens[k], file_tokens[k + 1]
+        by_pair.setdefault((left, right), gap)
+        after.setdefault(left, gap)
+        before.setdefault(right, gap)
+    pieces = re.findall(r"\s+|\w+|.", replace.strip(), flags=re.DOTALL)
+    out: list[str] = []
+    last = None
+    for n, piece in enumerate(pieces):
+        if piece.isspace():
+            continue
+        token = '"' if piece == "'" else piece
+        if last is not None:
+            gap = pieces[n - 1] if pieces[n - 1].isspace() else ""
+            if "\n" not in gap:
+                wanted = by_pair.get((last, token))
+                if wanted is None and not _wordy(last):
+                    wanted = after.get(last)
+                if wanted is None and not _wordy(token):
+                    wanted = before.get(token)
+                gap = gap if wanted is None or "\n" in wanted else wanted
+            out.append(gap)
+        out.append(piece)
+        last = token
+    # The match leaves out find's outer whitespace: replace keeps only the outer whitespace it adds.
+    head = replace[: len(replace) - len(replace.lstrip())] if find == find.lstrip() else ""
+    tail = replace[len(replace.rstrip()) :] if find == find.rstrip() else ""
+    return head + "".join(out) + tail
+
+
+def _wordy(token: str) -> bool:
+    return token[0].isalnum() or token[0] == "_"
 
 
 def _reindent(replace: str, find: str, content: str, start: int) -> str:
