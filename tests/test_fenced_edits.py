@@ -156,6 +156,21 @@ def test_two_changed_parts_between_left_out_lines_propose_nothing() -> None:
     assert fenced_edits.propose(body, lines) is None
 
 
+def test_excerpts_far_apart_each_under_a_comment_naming_the_file_are_read_one_by_one() -> None:
+    """A 1.5B model asked to rename a function printed the renamed function and, under a second
+    ``# path`` comment, an unchanged method 1,000 lines further down: the changed excerpt is the edit. Two
+    changed excerpts still propose nothing (one call is one change)."""
+    lines = [f"line_{n} = {n}" for n in range(60)]
+    label = "# pkg/module.py"
+    body = "\n".join([label, *lines[0:3], "line_3 = 33", *lines[4:6], "", label, *lines[50:54]])
+    assert fenced_edits.propose(body, lines) == ("line_3 = 3", "line_3 = 33", 5)  # 5 lines anchor it
+    body = "\n".join([label, *lines[0:3], "line_3 = 33", "", label, *lines[50:53], "line_53 = 0"])
+    assert fenced_edits.propose(body, lines) is None
+    # Without the second label the two excerpts are one part, scattered over the file: nothing.
+    body = "\n".join([label, *lines[0:3], "line_3 = 33", *lines[4:6], "", *lines[50:54]])
+    assert fenced_edits.propose(body, lines) is None
+
+
 def test_a_find_that_is_not_unique_gets_context() -> None:
     lines = ["def a():", "    x = 0", "    return 1", "", "def b():", "    x = 0", "    return 1", ""]
     found = fenced_edits.propose("def b():\n    x = 0\n    return 2\n", lines)

@@ -142,10 +142,19 @@ def propose(fence: str, lines: Sequence[str]) -> tuple[str, str, int] | None:
 
 
 def _segments(fence: list[str]) -> list[list[str]]:
+    """The parts of a fence: split where lines are left out (``# ...``) and where a comment names a file
+    again (``# app.py`` over each of two excerpts, far apart in the file)."""
     out: list[list[str]] = [[]]
     for line in fence:
         if _ELISION.search(line):
             out.append([])
+        elif (
+            out[-1]
+            and any(x.strip() for x in out[-1])
+            and line.lstrip().startswith(("#", "//"))
+            and _names_a_file(line)
+        ):
+            out.append([line.rstrip()])
         else:
             out[-1].append(line.rstrip())
     return [s for s in out if any(line.strip() for line in s)]
