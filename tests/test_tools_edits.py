@@ -13,6 +13,7 @@ from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
 from twinny_magics.tools import PendingEdit, ToolOutput, Workspace
+from twinny_magics.tools.matching import still_there
 
 APP = "def main():\n    x = 1\n    return x\n\n\ndef other():\n    return 2\n"
 
@@ -264,6 +265,49 @@ async def test_find_in_the_other_quote_style_or_spacing_matches_once_and_keeps_t
     assert (
         tmp_path / "setup.py"
     ).read_text() == 'setup(\n    python_requires=">=3.9",\n    chunksize=256,\n)\n'
+
+
+async def test_a_rename_says_where_the_old_name_is_still_used(tmp_path: Path) -> None:
+    """Renaming a function's definition ends with where its old name is still used in the file, so the
+    calls are edited next (a 1.5B model renamed the definition and stopped). A value's change, or a
+    name that is gone everywhere, adds nothing; the lines are read in the file as the tools show it."""
+    (tmp_path / "m.py").write_text(
+        "def head_tail(v):\n    return head_tail(v[1:]) if v else v\n\n\nx = head_tail([1])\nLIMIT = 1.5\n"
+    )
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(ws, "edit_file", path="m.py", find="def head_tail(v):", replace="def _head_tail(v):")
+    assert not out.is_error
+    assert out.text.startswith(
+        "Applied the edit to m.py. (head_tail is still on lines 2, 5 of this file: if each use should "
+        "change too, edit those as well)\n"
+    )
+    out = await call(ws, "edit_file", path="m.py", find="LIMIT = 1.5", replace="LIMIT = 3.0")
+    assert out.text.startswith("Applied the edit to m.py.\n")
+    out = await call(ws, "edit_file", path="m.py", find="x = head_tail([1])", replace="x = _head_tail([1])")
+    assert "still" in out.text  # line 2 is left
+    out = await call(
+        ws, "edit_file", path="m.py", find="return head_tail(v[1:])", replace="return _head_tail(v[1:])"
+    )
+    assert out.text.startswith("Applied the edit to m.py.\n")
+
+
+@pytest.mark.parametrize(
+    ("find", "replace", "after", "note"),
+    [
+        ("def f(x):", "def g(x):", "def g(x):\n    return f(x)\n", ""),  # 'f' is too short to be sure
+        (
+            "old_name(1)",
+            "new_name(1)",
+            "new_name(1)\nold_name(2)\nold_names(3)\n",
+            "old_name is still on line 2",
+        ),
+        ("a = old_name", "a = 2", "a = 2\nold_name\n", ""),  # nothing new came: a removal, not a rename
+        ("k = 128", "k = 256", "k = 256\nk = 128\n", ""),  # numbers are not names
+    ],
+)
+def test_what_a_rename_leaves_is_named(find: str, replace: str, after: str, note: str) -> None:
+    text = still_there(find, replace, after)
+    assert (note in text) if note else text == ""
 
 
 async def test_a_loose_match_writes_the_replacement_in_the_files_spacing(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.files import BINARY_SNIFF_BYTES, looks_binary, require, shown_text
-from twinny_magics.tools.matching import in_file, match, own_text
+from twinny_magics.tools.matching import in_file, match, own_text, still_there
 from twinny_magics.tools.opening import (
     Target,
     hard_link_message,
@@ -374,6 +374,7 @@ def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, rep
             )
         start, end = span
     new = content[:start] + replacement + content[end:]
+    note += still_there(find, replacement, shown_text(new))
     return Change(target, old, new.encode("utf-8"), unified_diff(target.rel, content, new), note)
 
 

@@ -59,6 +59,32 @@ def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, 
     return start, end, _same_quotes(_same_spacing(replace, find, matched), find, matched), note
 
 
+#: A name an edit renames: an identifier, not a number or a one- or two-letter word.
+_NAME = re.compile(r"\b[A-Za-z_]\w{2,}\b")
+#: At most this many line numbers named for a name left in the file.
+LEFT_LINES = 6
+
+
+def still_there(find: str, replace: str, after: str) -> str:
+    """A note on the names the edit took out (words of ``find`` that ``replace`` no longer has, while it
+    brings a new one: a rename) that ``after`` (the file as the tools show it, after the edit) still
+    has, with their lines: a small model renames a function's definition and stops, its calls left.
+    '' when there are none."""
+    gone = set(_NAME.findall(find)) - set(_NAME.findall(replace))
+    if not gone or not set(_NAME.findall(replace)) - set(_NAME.findall(find)):
+        return ""
+    notes = []
+    for name in sorted(gone)[:3]:
+        lines = [n for n, line in enumerate(after.split("\n"), 1) if re.search(rf"\b{name}\b", line)]
+        if lines:
+            shown = ", ".join(map(str, lines[:LEFT_LINES])) + (", …" if len(lines) > LEFT_LINES else "")
+            where = "line" if len(lines) == 1 else "lines"
+            notes.append(f"{name} is still on {where} {shown}")
+    if not notes:
+        return ""
+    return f" ({'; '.join(notes)} of this file: if each use should change too, edit those as well)"
+
+
 def own_text(content: str, seen: str) -> list[tuple[int, int, int]]:
     """The stretches of ``seen`` (the file as shown, secrets masked: as many lines as the file) that
     are the file's own text: ``(start, end, shift)``, ``seen[start:end] == content[start + shift :
