@@ -345,7 +345,8 @@ class Answer:
 
     With one right term, the candidate named first decides; with several, every right one must be named
     and no wrong one. A setting the question gives (``k=4``), restated in the answer, is not read as the
-    answer's number (``asked``: the question, which its :class:`Task` sets). Callable as an experiment
+    answer's number, nor a wrong term in the question's own words as named (``asked``: the question,
+    which its :class:`Task` sets). Callable as an experiment
     check ``(reply, workspace) -> True | reason``.
     """
 
@@ -371,17 +372,25 @@ class Answer:
             at = self.right[0].find(text)
             if at is None:
                 return f"the answer does not say {self.right[0].label}"
-            earlier = [t.label for t in self.wrong if (w := t.find(text)) is not None and w <= at]
+            earlier = [t.label for t in self.wrong if (w := self._named(t, text)) is not None and w <= at]
             if earlier:
                 return f"the answer names {earlier[0]} first (not {self.right[0].label})"
             return True
         missing = [t.label for t in self.right if t.find(text) is None]
         if missing:
             return "the answer does not say " + ", ".join(missing)
-        said = [t.label for t in self.wrong if t.find(text) is not None]
+        said = [t.label for t in self.wrong if self._named(t, text) is not None]
         if said:
             return "the answer also says " + ", ".join(said)
         return True
+
+    def _named(self, term: Term, text: str) -> int | None:
+        """Where the answer first names a wrong ``term`` in words the question does not use itself: "the
+        greedy coloring function", restated from the question, does not name the module greedy.py. Numbers
+        are left to `unrestated`: the question's 4 in the answer may be the answer's 4."""
+        asked = term.pattern.finditer(self.asked)
+        own = {m.group(0).lower() for m in asked if re.search(r"[^\W\d]", m.group(0))}
+        return next((m.start() for m in term.pattern.finditer(text) if m.group(0).lower() not in own), None)
 
     def __call__(self, reply: Reply, workspace: Path) -> bool | str:
         text = reply.text or ""

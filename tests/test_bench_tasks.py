@@ -30,6 +30,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import bench_tasks  # noqa: E402 - the benchmarks folder is not a package
+import tasks_common  # noqa: E402
 import tasks_toolz  # noqa: E402
 from tasks_toolz import Answer, Task  # noqa: E402
 
@@ -189,6 +190,26 @@ def test_a_setting_the_question_gives_restated_in_the_answer_is_not_its_number()
     assert check.grade("Breaks(y, k=4)") == "the answer does not say 52"
     # A setting the question does not give is read as written.
     assert check.grade("With k=1 the first class holds 52.") == "the answer names 1 first (not 52)"
+
+
+def test_a_wrong_name_in_the_questions_own_words_is_not_named_by_restating_it() -> None:
+    """ "The greedy coloring function" restated from the question does not name the module greedy.py (a
+    right answer, mapclassify/tests/test_greedy.py, was failed so); greedy.py written out still does."""
+    files = ["pkg/greedy.py", "pkg/tests/test_greedy.py"]
+    right = tasks_common.path_term("pkg/tests/test_greedy.py", files, bare=True)
+    wrong = tasks_common.path_term("pkg/greedy.py", files, bare=True)
+    question = "Which test file has the tests for the greedy coloring function?"
+    check = Task("t", "cross-file", question, Answer([right], [wrong])).check
+    assert isinstance(check, Answer)
+    assert check.grade("The tests for the greedy coloring function are in pkg/tests/test_greedy.py.") is True
+    assert check.grade("pkg/greedy.py, then pkg/tests/test_greedy.py") == (
+        "the answer names pkg/greedy.py first (not pkg/tests/test_greedy.py)"
+    )
+    assert check.grade("pkg.greedy is tested in test_greedy.py") == (
+        "the answer names pkg/greedy.py first (not pkg/tests/test_greedy.py)"
+    )
+    # The bare word is the question's own, so alone it names nothing: "the greedy module" is not read.
+    assert check.grade("The greedy module is tested in test_greedy.py") is True
 
 
 def test_each_edit_passes_only_as_the_intended_change(
