@@ -327,6 +327,16 @@ def unlisted(text: str) -> str:
     return _LIST_MARKER.sub(r"\1", text) if len(_LIST_MARKER.findall(text)) >= 2 else text
 
 
+#: A line copied from a read with its number (``592: class _SubsetHookCaller(HookCaller):``).
+_COPIED_LINE = re.compile(r"^[ \t]*\d{1,6}:(?:[ \t].*)?$", re.MULTILINE)
+
+
+def uncopied(text: str) -> str:
+    """``text`` without the numbered lines it copies from a read, when it copies three or more (a listing
+    pasted before the answer: its first line's number is not the answer; one or two copied lines may be)."""
+    return _COPIED_LINE.sub("", text) if len(_COPIED_LINE.findall(text)) >= 3 else text
+
+
 #: A setting written as code (``k=4``, ``k = 4``, ``bins=[1, 2]``'s ``bins=``): a question's own, restated.
 _SETTING = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*=\s*(-?\d[\d.]*)(?![\w.])")
 
@@ -346,8 +356,8 @@ class Answer:
     With one right term, the candidate named first decides; with several, every right one must be named
     and no wrong one. A setting the question gives (``k=4``), restated in the answer, is not read as the
     answer's number, nor a wrong term in the question's own words as named (``asked``: the question,
-    which its :class:`Task` sets). Callable as an experiment
-    check ``(reply, workspace) -> True | reason``.
+    which its :class:`Task` sets), nor a listing of three or more numbered lines copied from a read.
+    Callable as an experiment check ``(reply, workspace) -> True | reason``.
     """
 
     def __init__(self, right: Sequence[Term], wrong: Sequence[Term] = (), asked: str = "") -> None:
@@ -367,7 +377,7 @@ class Answer:
 
     def grade(self, text: str) -> bool | str:
         """True when ``text`` is a right answer, else why not."""
-        text = unrestated(unlisted(text), self.asked)
+        text = unrestated(uncopied(unlisted(text)), self.asked)
         if len(self.right) == 1:
             at = self.right[0].find(text)
             if at is None:

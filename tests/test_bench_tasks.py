@@ -192,6 +192,18 @@ def test_a_setting_the_question_gives_restated_in_the_answer_is_not_its_number()
     assert check.grade("With k=1 the first class holds 52.") == "the answer names 1 first (not 52)"
 
 
+def test_a_listing_copied_before_the_answer_is_not_its_number() -> None:
+    """A 1.5B model pasted lines 589-625 and then said "The line number of the class definition is 592":
+    the pasted lines' numbers are not the answer; one copied line is."""
+    number = tasks_toolz.number_term
+    check = Answer([number(592)], [number(591), number(593)])
+    listing = "```\n589: _HookCaller = HookCaller\n590: \n591: \n592: class _Subset(HookCaller):\n```\n"
+    assert check.grade(listing + "The class is defined on line 592.") is True
+    assert check.grade(listing) == "the answer does not say 592"
+    assert check.grade("592: class _Subset(HookCaller):") is True
+    assert check.grade("591:\n592: class _Subset(HookCaller):") == "the answer names 591 first (not 592)"
+
+
 def test_a_wrong_name_in_the_questions_own_words_is_not_named_by_restating_it() -> None:
     """ "The greedy coloring function" restated from the question does not name the module greedy.py (a
     right answer, mapclassify/tests/test_greedy.py, was failed so); greedy.py written out still does."""
