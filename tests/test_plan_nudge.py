@@ -79,6 +79,12 @@ PROMISE = "The maximum is what the cell gives:\n```python\ny.max()\n```\nThis wi
         # The run put first (a 1.5B model's closing under a counting script):
         ("```python\nprint(count)\n```\n\nWhen you run this code, it will output the number of rows.", True),
         ("```\nlen(rows)\n```\nIf you run the cell, it will print 12.", False),
+        # A call restated from the question is not the value (a 1.5B model's counting script's closing):
+        (
+            "```\nf()\n```\nWhen you run this code, it will output the count in the first class of B(k=4).",
+            True,
+        ),
+        ("```\nf()\n```\nIt will print the count, 52, for B(y, k=4).", False),
         (PROMISE.replace("the maximum in y", "4111.45"), False),  # the value given
         ("```\nf()\n```\nIt will return a dict.", False),  # a kind of value is an answer
         ("```\nf()\n```\nIt will return the string 'done'.", False),

@@ -329,7 +329,14 @@ def promises_a_result(text: str) -> bool:
     if fence < 0 or len(text) > 2500:
         return False
     found = _PROMISE.search(text.rstrip(), fence)
-    return found is not None and not re.search(r"\d|[`'\"]", found.group("rest"))
+    if found is None:
+        return False
+    # A call or a setting restated from the question ("… of MaximumBreaks(y, k=4)") is not a value.
+    rest = _RESTATED.sub(" ", found.group("rest"))
+    return not re.search(r"\d|[`'\"]", rest)
+
+
+_RESTATED = re.compile(r"\b\w+\([^()\n]{0,80}\)|\b\w+\s*=\s*[\w.]+")
 
 
 def give_the_value_prompt() -> str:
