@@ -70,6 +70,7 @@ __all__ = [
     "ToolEffects",
     "ToolOutcome",
     "Toolset",
+    "Unfinished",
     "Usage",
     "WarnsOfKey",
     "effects_of",
@@ -347,6 +348,15 @@ def effects_of(tools: Toolset, call: ToolCall, outcome: ToolOutcome) -> ToolEffe
         return tools.effects(call.name)
     proposed = outcome.pending is not None
     return Effects(changes_workspace=proposed, edits=proposed)
+
+
+@runtime_checkable
+class Unfinished(Protocol):
+    """An edit's outcome that may say what the edit left undone that the request may want ('' for
+    nothing): after a rename, where the old name is still used."""
+
+    @property
+    def unfinished(self) -> str: ...
 
 
 @runtime_checkable

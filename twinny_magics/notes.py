@@ -413,6 +413,24 @@ def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, 
     return None
 
 
+_EVERY_USE = re.compile(
+    r"\brenam\w*|\b(?:every|all|each)\b[^.?!\n]{0,40}\b(?:call|use|usage|occurrence|reference|import)", re.I
+)
+
+
+def asks_every_use(question: str) -> bool:
+    """Whether a request for a change asks for every use changed too: a rename, or "update every call"."""
+    return _EVERY_USE.search(question) is not None
+
+
+def finish_prompt(left: str) -> str:
+    """The nudge sent back once when a rename was answered as done while the old name is still used."""
+    return (
+        f"Not done yet: your last edit says {left}. The request asks for every use changed. Read those "
+        "lines and edit each one with edit_file, then answer."
+    )
+
+
 def act_now_prompt(mode: str, question: str = "") -> str:
     """The nudge sent back once when a reply announced what it would do instead of doing it."""
     text = "You said what you would do but did not do it. Do it now: call the tool for your first step."

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from twinny_magics import protocol
 from twinny_magics.budget import ContextPlan, cut_result
-from twinny_magics.contracts import Notifies, ToolOutcome, Toolset, effects_of
+from twinny_magics.contracts import Notifies, ToolOutcome, Toolset, Unfinished, effects_of
 from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, tool_result
 from twinny_magics.events import CallFinished, CallStarted, Step
 from twinny_magics.notes import edit_first_prompt
@@ -48,6 +48,8 @@ class Calls:
     ran: bool = False
     edited: bool = False
     settled: bool = False
+    #: What the latest edit said it left undone ('' for nothing): a renamed name still used (`Unfinished`).
+    unfinished: str = ""
 
     async def run(
         self, record: Step, text: str, parsed: list[ToolCall], plan: ContextPlan, before: list[Message]
@@ -142,6 +144,7 @@ class Calls:
         self._remember(call, key, result, changed=effects.changes_workspace)
         if effects.edits and not outcome.is_error:
             self.edited = True
+            self.unfinished = outcome.unfinished if isinstance(outcome, Unfinished) else ""
         self.tell.emit(CallFinished(result.step, key, result, outcome.pending))
         if outcome.pending is not None:
             # An edit waiting for review settles the reply: the next request is the last.

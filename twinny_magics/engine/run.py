@@ -33,7 +33,9 @@ from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
     IMITATED_RESULT_NOTICE,
     NO_ANSWER,
+    asks_every_use,
     edit_first_prompt,
+    finish_prompt,
     imitated_result_prompt,
     look_first_prompt,
     looks_like_a_call,
@@ -116,6 +118,7 @@ class Run:
         #: The look-first and edit-first nudges, each sent at most once; the small-window warning, said once.
         self.nudged = False
         self.edit_nudged = False
+        self.finish_nudged = False
         #: Sent back once a reply: an imitated tool result, a wrong citation, a plan or a promised value.
         self.imitated = self.cited = self.acted = self.warned = False
         #: Whether the last reply's calls (or broken calls) came as native tool calls, not as text.
@@ -306,13 +309,9 @@ class Run:
                 self.messages = [*self.messages, assistant(text), user(nudge)]
                 record.problems = ["answered without looking: nudged to call a tool first"]
                 return False
-            if act := self._nudge_to_act(text):
-                self.messages = [*self.messages, assistant(text), user(act[1])]
-                record.problems = [act[0]]
-                return False
-            if self._nudge_to_edit():
-                self.messages = [*self.messages, assistant(text), user(edit_first_prompt(self.offer.mode))]
-                record.problems = ["answered a request for a change without making it: nudged to edit"]
+            if said := self._nudge_to_act(text) or self._nudge_to_edit() or self._nudge_to_finish():
+                self.messages = [*self.messages, assistant(text), user(said[1])]
+                record.problems = [said[0]]
                 return False
             reply.text = text.strip()
             if await self._check_citations(record, last=False):
@@ -498,15 +497,27 @@ class Run:
         self._count_unusable(all(r.is_error for r in record.results))
         return True
 
-    def _nudge_to_edit(self) -> bool:
-        """Whether an answer to a request for a change, with no edit made or proposed in this reply, goes
-        back once to make it (small models describe the change instead of making it)."""
+    def _nudge_to_edit(self) -> tuple[str, str] | None:
+        """An answer to a request for a change, with no edit made or proposed in this reply: sent back once
+        to make it (small models describe the change instead of making it)."""
         if not self.settings.edit_first or self.edit_nudged or self.calls.edited:
-            return False
+            return None
         if not self.question.asks_change or not offers_the_nudged_edit(self.tools):
-            return False
+            return None
         self.edit_nudged = True
-        return True
+        problem = "answered a request for a change without making it: nudged to edit"
+        return problem, edit_first_prompt(self.offer.mode)
+
+    def _nudge_to_finish(self) -> tuple[str, str] | None:
+        """An answer to a request to change every use (a rename), given while the latest edit says the old
+        name is still used: sent back once to edit those uses."""
+        if self.finish_nudged or not self.calls.unfinished or not self.question.asks_change:
+            return None
+        if not asks_every_use(self.question.text):
+            return None
+        self.finish_nudged = True
+        problem = "answered with a rename half made: told where the old name is still used"
+        return problem, finish_prompt(self.calls.unfinished)
 
     def _count_unusable(self, unusable: bool) -> None:
         """Count steps that achieved nothing; enough in a row and the next request is the last."""

@@ -55,6 +55,8 @@ class ToolOutput:
     changes_workspace: bool = False
     #: Whether the call made or proposed an edit of a file (set from the tool by the workspace).
     edits: bool = False
+    #: What an edit left undone that the request may want ('' for nothing): a renamed name still used.
+    unfinished: str = ""
 
 
 def cut_line(line: str, limit: int) -> str:

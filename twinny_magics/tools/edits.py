@@ -80,6 +80,8 @@ class Change:
     new: bytes
     diff: str
     note: str = ""
+    #: Where a name the edit renamed is still used in the file ('' for nowhere; also in ``note``).
+    left: str = ""
 
 
 class PendingEdit:
@@ -374,8 +376,9 @@ def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, rep
             )
         start, end = span
     new = content[:start] + replacement + content[end:]
-    note += still_there(find, replacement, shown_text(new))
-    return Change(target, old, new.encode("utf-8"), unified_diff(target.rel, content, new), note)
+    left = still_there(find, replacement, shown_text(new))
+    diff = unified_diff(target.rel, content, new)
+    return Change(target, old, new.encode("utf-8"), diff, note + (f" ({left})" if left else ""), left)
 
 
 def create_change(conf: Confinement, path: str, content: str) -> Change:

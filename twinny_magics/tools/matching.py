@@ -82,7 +82,7 @@ def still_there(find: str, replace: str, after: str) -> str:
             notes.append(f"{name} is still on {where} {shown}")
     if not notes:
         return ""
-    return f" ({'; '.join(notes)} of this file: if each use should change too, edit those as well)"
+    return f"{'; '.join(notes)} of this file: if each use should change too, edit those as well"
 
 
 def own_text(content: str, seen: str) -> list[tuple[int, int, int]]:

@@ -418,7 +418,7 @@ class Workspace:
         what = f"creating {edit.path}" if edit.creates else f"an edit to {edit.path}"
         if self.edits == "apply":
             done = edit.apply()
-            return ToolOutput(f"{done}{change.note}\n{short_diff(edit.diff)}")
+            return ToolOutput(f"{done}{change.note}\n{short_diff(edit.diff)}", unfinished=change.left)
         text = (
             f"Proposed {what}{change.note}. It is waiting for the user's review (Apply or Discard) and is "
             "NOT on disk yet; do not describe it as made."

@@ -1,0 +1,93 @@
+"""A rename that is only half made goes back once: the edit says where the old name is still used, and an
+answer given then, to a request for every use changed, is told to edit those lines (a 1.5B model renamed a
+function's definition, read the note and answered that the rename was done)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from twinny_magics.agent import Agent
+from twinny_magics.conversation import ToolCall
+from twinny_magics.notes import asks_every_use
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
+
+SOURCE = "def head_tail(v):\n    return v\n\n\nx = head_tail([1])\n"
+RENAME_DEF = ToolCall(
+    "edit_file", {"path": "m.py", "find": "def head_tail(v):", "replace": "def _head_tail(v):"}
+)
+RENAME_USE = ToolCall(
+    "edit_file", {"path": "m.py", "find": "x = head_tail([1])", "replace": "x = _head_tail([1])"}
+)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "m.py").write_text(SOURCE)
+    return tmp_path
+
+
+def run(workspace: Path, question: str, *replies: Scripted | str) -> tuple[Agent, ScriptedServer]:
+    server = ScriptedServer(list(replies))
+    agent = Agent(server=server, workspace=workspace, mode="native", edits="apply", steps=6)
+    agent.run(question)
+    return agent, server
+
+
+def test_an_answer_with_the_old_name_still_used_goes_back_once_to_edit_those_lines(workspace: Path) -> None:
+    agent, server = run(
+        workspace,
+        "In m.py, rename the function head_tail to _head_tail and update every call of it.",
+        Scripted("", (RENAME_DEF,)),
+        "The function has been renamed.",
+        Scripted("", (RENAME_USE,)),
+        "Renamed it and its call.",
+    )
+    reply = agent.replies[-1]
+    assert reply.text == "Renamed it and its call."
+    assert reply.steps[1].problems == [
+        "answered with a rename half made: told where the old name is still used"
+    ]
+    told = server.requests[2].messages[-1]["content"]
+    assert "head_tail is still on line 5 of this file" in told
+    assert "edit each one with edit_file" in told
+    assert (workspace / "m.py").read_text() == SOURCE.replace("head_tail", "_head_tail")
+
+
+def test_a_second_half_made_answer_is_the_answer(workspace: Path) -> None:
+    agent, server = run(
+        workspace,
+        "Rename head_tail to _head_tail in m.py.",
+        Scripted("", (RENAME_DEF,)),
+        "Done.",
+        "Done, really.",
+    )
+    assert agent.replies[-1].text == "Done, really."
+    assert len(server.requests) == 3
+
+
+def test_a_change_that_asks_for_one_place_is_not_sent_back(workspace: Path) -> None:
+    """Changing only the definition's name on purpose ("change the def line") is not a rename of every use."""
+    agent, server = run(
+        workspace,
+        "In m.py, change the def line of head_tail to def _head_tail(v):",
+        Scripted("", (RENAME_DEF,)),
+        "Changed the def line.",
+    )
+    assert agent.replies[-1].text == "Changed the def line."
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("question", "every"),
+    [
+        ("Rename fold to reduce_fold in toolz/sandbox/parallel.py.", True),
+        ("In a.py, change f to g and update all its calls.", True),
+        ("Change each reference to PORT in app.py to PORT_NUMBER.", True),
+        ("In setup.py, raise python_requires to 3.9.", False),
+        ("In docs/index.rst, fix every typo.", False),
+    ],
+)
+def test_what_asks_for_every_use_changed(question: str, every: bool) -> None:
+    assert asks_every_use(question) is every
