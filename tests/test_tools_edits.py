@@ -157,6 +157,22 @@ async def test_find_matching_several_times_is_refused_with_the_count_and_lines(a
     assert out.is_error
     assert out.text.startswith("find matches 2 times in app.py; it must match exactly once.")
     assert "  3: return x\n  7: return 2" in out.text
+    # The call for the first, its whole (unique) line as find, to copy (a small model repeated its call).
+    assert out.text.endswith(
+        'To change them one at a time, start with line 3: {"name": "edit_file", "arguments": '
+        '{"path": "app.py", "find": "return x", "replace": "yield x"}}'
+    )
+
+
+async def test_several_matches_suggest_no_call_when_the_first_line_is_not_unique(tmp_path: Path) -> None:
+    """Where the first match's line is itself repeated, or find spans lines, no call is suggested: one
+    that would fail again is no help."""
+    (tmp_path / "a.py").write_text("x = f(1)\nx = f(1)\ny = f(2)\n")
+    out = await call(Workspace(tmp_path), "edit_file", path="a.py", find="f(", replace="g(")
+    assert out.is_error
+    assert "one at a time" not in out.text
+    out = await call(Workspace(tmp_path), "edit_file", path="a.py", find="x = f(1)\n", replace="x = 0\n")
+    assert "one at a time" not in out.text
 
 
 async def test_find_matching_nowhere_shows_the_closest_lines(app: Path) -> None:

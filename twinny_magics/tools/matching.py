@@ -15,7 +15,7 @@ import re
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
-from twinny_magics.tools.base import cut_line
+from twinny_magics.tools.base import call_text, cut_line
 
 _NUMBERED = re.compile(r"^\s*\d+: ")
 _UNESCAPED_NOTE = " (find matched only with its backslash escapes read as plain characters)"
@@ -33,6 +33,7 @@ def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, 
         raise WorkspaceError(
             f"find matches {count} times in {rel}; it must match exactly once. Add a neighbouring "
             f"line to find so it is unique. The matches start at:\n{_show_lines(text, lines)}"
+            + _one_by_one(rel, text, find, replace, lines[0])
         )
     plain = _unescaped(find)
     if plain != find:
@@ -83,6 +84,17 @@ def still_there(find: str, replace: str, after: str) -> str:
     if not notes:
         return ""
     return f"{'; '.join(notes)} of this file: if each use should change too, edit those as well"
+
+
+def _one_by_one(rel: str, text: str, find: str, replace: str, number: int) -> str:
+    """The call that makes the change at the first of several matches, its whole line as ``find`` (a
+    small model that replaced a name found three times repeated the call), when that line is unique."""
+    line = text.split("\n")[number - 1].strip()
+    if "\n" in find or find not in line or text.count(line) != 1 or len(line) > 300:
+        return ""
+    arguments = {"path": rel, "find": line, "replace": line.replace(find, replace, 1)}
+    call = call_text("edit_file", arguments)
+    return f"\nTo change them one at a time, start with line {number}: {call}"
 
 
 def own_text(content: str, seen: str) -> list[tuple[int, int, int]]:
