@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from twinny_magics.agent import Agent
-from twinny_magics.notes import announces_a_plan, counts_nothing, names_no_line, promises_a_result
+from twinny_magics.notes import (
+    announces_a_plan,
+    counts_nothing,
+    names_no_line,
+    promises_a_result,
+    tells_how_not_what,
+)
 from twinny_magics.servers.scripted import ScriptedServer
 
 GREP = '```tool\n{"name": "grep", "arguments": {"pattern": "PORT"}}\n```'
@@ -113,6 +119,39 @@ def test_a_promised_result_goes_back_once_for_the_value(workspace: Path) -> None
         == PROMISE.strip()
     )
     assert len(again.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "how"),
+    [
+        (
+            "What is the largest value of the example data?",
+            "```\ny = load()\n```\nThe largest value can be found by calling the `max` function on `y`.",
+            True,
+        ),
+        ("What is the largest value?", "It is 4111.45; it can be found by calling y.max().", False),
+        ("What is the maximum?", "From line 15 on: the maximum can be found by calling `y.max()`.", True),
+        ("What is the maximum?", "In `nb/01_a.ipynb`, the maximum can be found by calling `y.max()`.", True),
+        ("What does fold do?", "Its steps can be found by reading toolz/sandbox/parallel.py.", False),
+        ("What is the largest value?", "The largest value is in the notebook's output.", False),
+    ],
+)
+def test_an_answer_that_tells_how_to_find_the_value_is_told_from_one_that_gives_it(
+    question: str, answer: str, how: bool
+) -> None:
+    assert tells_how_not_what(question, answer) is how
+
+
+def test_an_answer_that_tells_how_to_find_the_value_goes_back_once(workspace: Path) -> None:
+    how = "The largest port can be found by reading app.py with read_file."
+    server = ScriptedServer([how, "The largest port is 8080."])
+    reply = Agent(server=server, workspace=workspace, mode="native").run(
+        "What is the largest port in app.py?"
+    )
+    assert reply.text == "The largest port is 8080."
+    assert reply.steps[0].problems == [
+        "said how to find the value instead of giving it: asked for the value"
+    ]
 
 
 def test_a_promise_to_small_talk_is_left_alone(workspace: Path) -> None:

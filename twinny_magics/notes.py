@@ -339,6 +339,33 @@ def promises_a_result(text: str) -> bool:
 _RESTATED = re.compile(r"\b\w+\([^()\n]{0,80}\)|\b\w+\s*=\s*[\w.]+")
 
 
+#: An answer that says how the value could be had instead of giving it ("can be found by calling max on y").
+_HOW_TO = re.compile(
+    r"\bcan\s+be\s+(?:found|obtained|computed|calculated|determined|retrieved|checked)\s+(?:by|using|with|in)\b",
+    re.IGNORECASE,
+)
+_ASKS_VALUE = re.compile(
+    r"^\s*(?:what|which)\b(?!\s+(?:does|do|did|is\s+the\s+(?:purpose|role)))", re.IGNORECASE
+)
+
+
+def tells_how_not_what(question: str, answer: str) -> bool:
+    """Whether an answer to a what-is question says how the value could be found ("… can be found by
+    calling the `max` function on `y`") and gives no number, outside code fences: no value was given."""
+    if _ASKS_VALUE.match(question) is None or _HOW_TO.search(answer) is None:
+        return False
+    prose = _PLACES.sub(" ", _FENCED.sub("", answer))
+    return re.search(r"\d", prose) is None
+
+
+#: Where an answer looked (``line 15``, ``cell 4``, ``lines 3-9``, a path such as
+#: ``notebooks/01_maximum_breaks.ipynb``): numbers that are no value.
+_PLACES = re.compile(
+    r"\b(?:lines?|cells?|steps?)\s+\d+(?:\s*[-–]\s*\d+)?|[\w.-]*/[\w./-]+|\b[\w-]+\.(?:py|ipynb|md|rst|txt)\b",
+    re.IGNORECASE,
+)
+
+
 def give_the_value_prompt() -> str:
     """The nudge sent back once when a reply said what its code would return instead of what it is."""
     return (
@@ -406,6 +433,8 @@ def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, 
     if promises_a_result(answer):
         problem = "said what its code would return without the value: asked for the value"
         return problem, give_the_value_prompt()
+    if tells_how_not_what(question, answer):
+        return "said how to find the value instead of giving it: asked for the value", give_the_value_prompt()
     if counts_nothing(question, answer):
         return "answered a how-many question with no number: asked for it", give_the_count_prompt()
     if names_no_line(question, answer):
