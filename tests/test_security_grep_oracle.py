@@ -172,7 +172,7 @@ async def test_ordinary_greps_still_work_and_find_the_variable_masked(ws: Worksp
     assert await run(ws, "grep", pattern=r"TIMEOUT = \d+") == "app/config.py:6: TIMEOUT = 30"
     both = (await run(ws, "grep", pattern="DEBUG")).splitlines()
     assert both == [
-        "README.md:3: Set API_KEY in app/config.py; DEBUG turns on logs.",
+        "README.md:3: Set API_KEY in app/config.py; DEBUG turns on logs.  [under App]",  # its heading
         "app/config.py:5: DEBUG = True",
     ]
     hint = await run(ws, "grep", pattern="debug = true")
