@@ -149,9 +149,7 @@ def test_an_answer_that_tells_how_to_find_the_value_goes_back_once(workspace: Pa
         "What is the largest port in app.py?"
     )
     assert reply.text == "The largest port is 8080."
-    assert reply.steps[0].problems == [
-        "said how to find the value instead of giving it: asked for the value"
-    ]
+    assert reply.steps[0].problems == ["said how to find the value instead of giving it: asked for the value"]
 
 
 def test_a_promise_to_small_talk_is_left_alone(workspace: Path) -> None:
