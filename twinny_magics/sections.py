@@ -61,7 +61,7 @@ def section_of(found: Sequence[Heading], index: int) -> list[str]:
     """The titles of the headings line ``index`` stands under, outermost first: the nearest heading
     above it, then each nearer-the-top heading above that one (at most `MAX_DEPTH`, the innermost).
     A heading's own line stands under its parents, not under itself."""
-    at = bisect.bisect_left([h.index for h in found], index)
+    at = bisect.bisect_left(found, index, key=lambda h: h.index)
     chain: list[str] = []
     rank = found[at].rank if at < len(found) and found[at].index == index else None
     for heading in reversed(found[:at]):

@@ -366,6 +366,8 @@ def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, rep
     # real text; one that touches a hidden value is refused, whatever find holds.
     seen = shown_text(content)
     start, end, replacement, note = match(target.rel, seen, find, replace)
+    # The file as the tools show it after the edit (masking keeps every line where it is).
+    left = still_there(find, replacement, seen[:start] + replacement + seen[end:])
     if seen != content:
         span = in_file(own_text(content, seen), start, end)
         if span is None:
@@ -376,7 +378,6 @@ def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, rep
             )
         start, end = span
     new = content[:start] + replacement + content[end:]
-    left = still_there(find, replacement, shown_text(new))
     diff = unified_diff(target.rel, content, new)
     return Change(target, old, new.encode("utf-8"), diff, note + (f" ({left})" if left else ""), left)
 

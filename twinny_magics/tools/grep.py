@@ -272,7 +272,7 @@ def grep(
             if text is None:
                 continue
             in_file = 0
-            lines: list[str] | None = None  # split once, for the first method matched
+            lines: list[str] | None = None  # split once, at the first match that needs the file's lines
             titles: list[Heading] | None = None  # a document's headings, read at its first match
             for number, line, found in search.matches(text, file_seconds):
                 in_file += 1
@@ -286,8 +286,11 @@ def grep(
                     owner = enclosing_class(lines, number - 1)
                     row += f"  [in class {owner}]" if owner else ""
                 elif titles is None or titles:
-                    document = titles is None and is_document(entry.rel)
-                    titles = headings(entry.rel, text.split("\n")) if document else titles or []
+                    if titles is None:
+                        titles = []
+                        if is_document(entry.rel):
+                            lines = text.split("\n") if lines is None else lines
+                            titles = headings(entry.rel, lines)
                     chain = section_of(titles, number - 1)
                     row += f"  [under {' > '.join(chain)}]" if chain else ""
                 rows.append(row)

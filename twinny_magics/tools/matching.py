@@ -75,8 +75,10 @@ def still_there(find: str, replace: str, after: str) -> str:
     if not gone or not set(_NAME.findall(replace)) - set(_NAME.findall(find)):
         return ""
     notes = []
+    rows = after.split("\n")
     for name in sorted(gone)[:3]:
-        lines = [n for n, line in enumerate(after.split("\n"), 1) if re.search(rf"\b{name}\b", line)]
+        word = re.compile(rf"\b{name}\b")
+        lines = [n for n, line in enumerate(rows, 1) if word.search(line)]
         if lines:
             shown = ", ".join(map(str, lines[:LEFT_LINES])) + (", …" if len(lines) > LEFT_LINES else "")
             where = "line" if len(lines) == 1 else "lines"
@@ -199,8 +201,8 @@ def _same_quotes(replace: str, find: str, matched: str) -> str:
 
 
 def _pieces(text: str) -> tuple[list[str], list[str]]:
-    """``text``'s tokens (words and single punctuation characters, ' and " as one) and the gaps before
-    each token after the first (the whitespace between them, '' where they touch)."""
+    """``text``'s tokens (words and single punctuation characters) and the gaps before each token after
+    the first (the whitespace between them, '' where they touch)."""
     tokens: list[str] = []
     gaps: list[str] = []
     gap = ""
@@ -210,9 +212,14 @@ def _pieces(text: str) -> tuple[list[str], list[str]]:
             continue
         if tokens:
             gaps.append(gap)
-        tokens.append('"' if piece == "'" else piece)
+        tokens.append(piece)
         gap = ""
     return tokens, gaps
+
+
+def _key(token: str) -> str:
+    """A token as the loose match compares it: ' and " are one."""
+    return '"' if token == "'" else token
 
 
 def _same_spacing(replace: str, find: str, matched: str) -> str:
@@ -222,37 +229,30 @@ def _same_spacing(replace: str, find: str, matched: str) -> str:
     A gap of ``replace`` between two tokens takes the file's gap between the same two tokens in the
     match; between a punctuation token and a new one, the file's gap beside that punctuation. A gap with
     a line end, in ``replace`` or in the file, is left as it is."""
-    find_tokens, _ = _pieces(find)
     file_tokens, file_gaps = _pieces(matched)
-    if find_tokens != file_tokens:
+    file_keys = [_key(t) for t in file_tokens]
+    if [_key(t) for t in _pieces(find)[0]] != file_keys:
         return replace
     by_pair: dict[tuple[str, str], str] = {}
     after: dict[str, str] = {}
     before: dict[str, str] = {}
     for k, gap in enumerate(file_gaps):
-        left, right = file_tokens[k], file_tokens[k + 1]
+        left, right = file_keys[k], file_keys[k + 1]
         by_pair.setdefault((left, right), gap)
         after.setdefault(left, gap)
         before.setdefault(right, gap)
-    pieces = re.findall(r"\s+|\w+|.", replace.strip(), flags=re.DOTALL)
-    out: list[str] = []
-    last = None
-    for n, piece in enumerate(pieces):
-        if piece.isspace():
-            continue
-        token = '"' if piece == "'" else piece
-        if last is not None:
-            gap = pieces[n - 1] if pieces[n - 1].isspace() else ""
-            if "\n" not in gap:
-                wanted = by_pair.get((last, token))
-                if wanted is None and not _wordy(last):
-                    wanted = after.get(last)
-                if wanted is None and not _wordy(token):
-                    wanted = before.get(token)
-                gap = gap if wanted is None or "\n" in wanted else wanted
-            out.append(gap)
-        out.append(piece)
-        last = token
+    tokens, gaps = _pieces(replace)
+    out = tokens[:1]
+    for k, written in enumerate(gaps):
+        last, token = _key(tokens[k]), _key(tokens[k + 1])
+        wanted = by_pair.get((last, token))
+        if wanted is None and not _wordy(last):
+            wanted = after.get(last)
+        if wanted is None and not _wordy(token):
+            wanted = before.get(token)
+        if wanted is None or "\n" in wanted or "\n" in written:
+            wanted = written
+        out += [wanted, tokens[k + 1]]
     # The match leaves out find's outer whitespace: replace keeps only the outer whitespace it adds.
     head = replace[: len(replace) - len(replace.lstrip())] if find == find.lstrip() else ""
     tail = replace[len(replace.rstrip()) :] if find == find.rstrip() else ""
