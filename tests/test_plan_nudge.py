@@ -10,6 +10,7 @@ import pytest
 from twinny_magics.agent import Agent
 from twinny_magics.notes import (
     announces_a_plan,
+    copies_the_loop,
     counts_nothing,
     names_no_line,
     promises_a_result,
@@ -224,4 +225,50 @@ def test_a_which_line_answer_that_only_copies_numbered_lines_goes_back_once(work
     assert "a copy of numbered lines is not an answer" in server.requests[1].messages[-1]["content"]
     again = ScriptedServer([LISTING, LISTING])
     assert Agent(server=again, workspace=workspace, mode="native").run(question).text == LISTING
+    assert len(again.requests) == 2
+
+
+PARROT = (
+    "The loop found 1 part of the file notebooks/log.ipynb that best matches the question's words. It is a "
+    "start, not the whole workspace: read_file reads any file in full, grep searches for exact text."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "copied"),
+    [
+        (PARROT, True),
+        (
+            "The loop found in the workspace for this question. It is a start, not the whole workspace: "
+            "read_file reads any file in full, grep searches for exact text.",
+            True,
+        ),
+        ("Found by the loop before your first step (not by you): the parts of files.", True),
+        ("The port is 8080, set on line 1 of app.py (PORT = 8080), which the server reads at start.", False),
+        # A phrase of the loop's words beside an answer of its own is an answer.
+        ("The best matches for the question's words show it: PORT is 8080 in app.py.", False),
+        (
+            PARROT + " In app.py, PORT is set to 8080 on line 1, and the server module reads it when it "
+            "starts; nothing else overrides it.",
+            False,
+        ),
+        ("", False),
+    ],
+)
+def test_an_answer_that_says_the_loops_own_words_back_is_told_from_one_that_answers(
+    answer: str, copied: bool
+) -> None:
+    assert copies_the_loop(answer) is copied
+
+
+def test_an_answer_that_says_the_loops_own_words_back_goes_back_once(workspace: Path) -> None:
+    server = ScriptedServer([PARROT, "PORT is 8080 (app.py:1)."])
+    reply = Agent(server=server, workspace=workspace, mode="native").run("What is PORT in app.py?")
+    assert reply.text == "PORT is 8080 (app.py:1)."
+    assert reply.steps[0].problems == [
+        "said the loop's own words back instead of answering: asked for the answer"
+    ]
+    assert "does not answer the question" in server.requests[1].messages[-1]["content"]
+    again = ScriptedServer([PARROT, PARROT])
+    assert Agent(server=again, workspace=workspace, mode="native").run("What is PORT in app.py?").text
     assert len(again.requests) == 2

@@ -40,6 +40,8 @@ _IN = rf"`?\s+(?:in|of|from)\s+`?(?:{_NAMED_PATH.pattern})"
 _NAME_IN_PATH = re.compile(rf"(?<![\w.])(?P<name>[A-Za-z_][\w.]*){_IN}")
 _PATHS_NAME = re.compile(rf"(?:{_NAMED_PATH.pattern})`?'s\s+`?(?P<name>[A-Za-z_][\w.]*)")
 _QUOTED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
+#: A function written as called with nothing: "which format does cli() set".
+_CALLED = re.compile(r"(?<![\w.`])([A-Za-z_]\w*)\(\)")
 _NOT_NAMES = STOPWORDS | frozenset({"it", "which", "this", "that", "one", "each"})
 
 
@@ -61,7 +63,8 @@ class Named:
 
 def named_in(question: str) -> Named:
     """The files and definitions a question names: a path (``a/b.py``, ``setup.cfg``); a name written as
-    code (``merge_with``, ``EqualityHashKey``, ``MAX_SIZE``), dotted (``X.y``), quoted in backticks, after
+    code (``merge_with``, ``EqualityHashKey``, ``MAX_SIZE``), dotted (``X.y``), quoted in backticks, called
+    (``cli()``), after
     the word for its kind (``the class curry``, ``constant K``) or said to be defined (``is groupby
     defined``)."""
     paths = tuple(dict.fromkeys(m.group(0).strip(".") for m in _NAMED_PATH.finditer(question)))
@@ -74,7 +77,7 @@ def named_in(question: str) -> Named:
     for match in _DOTTED.finditer(rest):
         chains.append(tuple(match.group(1).split(".")))
     rest = _DOTTED.sub(" ", rest)
-    for pattern in (_QUOTED, _KIND_NAME, _DEFINED_NAME):
+    for pattern in (_QUOTED, _CALLED, _KIND_NAME, _DEFINED_NAME):
         for match in pattern.finditer(rest):
             name = match.group(match.lastindex or 1)
             if name.lower() not in _NOT_NAMES:
@@ -83,6 +86,34 @@ def named_in(question: str) -> Named:
         if len(token) > 2 and ("_" in token or token[1:] != token[1:].lower()) and not token.isdigit():
             chains.append((token,))
     return Named(paths, tuple(dict.fromkeys(chains))[:6])
+
+
+#: A file's kind as a question says it after the file's name ("the session log notebook").
+_KIND_WORDS = {".ipynb": ("notebook",), ".py": ("module", "script", "file"), ".md": ("file", "document")}
+
+
+def named_by_words(question: str, paths: Sequence[str]) -> tuple[str, ...]:
+    """The files a question names in words rather than as a path: a name of two words or more said as
+    words ("the session log notebook" for ``notebooks/session_log.ipynb``), or a one-word name followed by
+    its kind ("the tutorial notebook" for ``tutorial.ipynb``). At most three; none when several files
+    share the words (the question did not say which)."""
+    said = " " + " ".join(_WORD.findall(question.lower())) + " "
+    found: list[str] = []
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        stem, dot, suffix = name.rpartition(".")
+        stem, suffix = (stem, "." + suffix.lower()) if dot and stem else (name, "")
+        parts = [p for p in re.split(r"[_\-.\s]+", stem.lower()) if p]
+        if not parts or any(not p.isalnum() for p in parts):
+            continue
+        words = " ".join(parts)
+        if len(parts) >= 2:
+            said_so = all(len(p) > 1 for p in parts) and f" {words} " in said
+        else:
+            said_so = any(f" {words} {kind} " in said for kind in _KIND_WORDS.get(suffix, ()))
+        if said_so:
+            found.append(path)
+    return tuple(found) if len(found) <= 3 else ()
 
 
 @functools.lru_cache(maxsize=256)

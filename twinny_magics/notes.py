@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .conversation import Message, ToolCall, ToolResult, assistant, tool_result, user
 from .redact import mask_secrets
+from .retrieval import HEAD_START_INTRO, HEAD_START_LEAD, SEARCH_LEAD
 
 #: Said on the last request of a reply, which offers no tools. The last sentence is there because a
 #: model told only to "answer now" tends to describe the edit it was about to make as made.
@@ -422,11 +423,74 @@ def give_the_line_prompt() -> str:
     )
 
 
+#: Words in a row that make a passage of the loop's own text: "the question's words" is common prose,
+#: "it is a start not the whole" is the loop's.
+_RUN = 6
+#: At most this many words of a reply's own beside at least `_COPIED` of the loop's: it answered nothing.
+_OWN_WORDS = 12
+_COPIED = 10
+
+
+def _plain_words(text: str) -> list[str]:
+    """Lower-case words without apostrophes and a plural's s: "matches the question's words" and
+    "match the question word" read alike."""
+    words = re.findall(r"[\w'./-]*\w", text.lower())
+    return [re.sub(r"(?<=\w\w)(?:es|s)$", "", w.replace("'", "")) for w in words]
+
+
+def _runs(words: Sequence[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[k : k + _RUN]) for k in range(len(words) - _RUN + 1)}
+
+
+#: Passages of what the loop says around its evidence and notes (the what of the intro left out).
+_LOOP_RUNS = frozenset(
+    run
+    for text in (
+        HEAD_START_LEAD,
+        *HEAD_START_INTRO.split("{what}"),
+        "the parts of files that best match the question's words",
+        SEARCH_LEAD,
+        NOTES_HEADER,
+        NOTES_LEAD,
+        FINAL_ANSWER_PROMPT,
+    )
+    for run in _runs(_plain_words(text))
+)
+
+
+def copies_the_loop(answer: str) -> bool:
+    """Whether an answer is the loop's own words said back ("The loop found … It is a start, not the whole
+    workspace: read_file reads any file in full, grep searches for exact text."): ten words or more in
+    passages of six in a row of what the loop says around its evidence, and at most a dozen words of the
+    reply's own beside them, no more than it copied. An answer that quotes a phrase of it has more of
+    its own."""
+    words = _plain_words(_FENCED.sub(" ", answer))
+    copied: set[int] = set()
+    for k in range(len(words) - _RUN + 1):
+        if tuple(words[k : k + _RUN]) in _LOOP_RUNS:
+            copied.update(range(k, k + _RUN))
+    own = len(words) - len(copied)
+    return len(copied) >= _COPIED and own <= _OWN_WORDS and own <= len(copied)
+
+
+def say_the_answer_prompt() -> str:
+    """The nudge sent back once when a reply said the loop's own words back instead of answering."""
+    return (
+        "Your reply repeats the loop's words about the evidence (\"It is a start, not the whole "
+        "workspace…\"); it does not answer the question. Answer it in your own words: the name, value, "
+        "line or number it asks for, from the evidence or results above, or call a tool if they do not "
+        "show it."
+    )
+
+
 def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, str] | None:
     """Why an answer to a workspace question has not done what it said or was asked, and the nudge to
-    send back (once a reply): a plan announced before any tool ran (``ran``), a value promised by code
-    that did not run, a how-many question answered with no number, a which-line question answered with
-    no line number; None when it is an answer."""
+    send back (once a reply): the loop's own words said back, a plan announced before any tool ran
+    (``ran``), a value promised by code that did not run, a how-many question answered with no number, a
+    which-line question answered with no line number; None when it is an answer."""
+    if copies_the_loop(answer):
+        problem = "said the loop's own words back instead of answering: asked for the answer"
+        return problem, say_the_answer_prompt()
     if not ran and announces_a_plan(answer):
         problem = "announced what it would do without doing it: nudged to do it"
         return problem, act_now_prompt(mode, question)

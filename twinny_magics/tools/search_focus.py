@@ -33,6 +33,9 @@ def named_uses(named: Named, body: str) -> bool:
 
 
 _ASKS_DEFAULT = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+_SAID_PARAMETER = re.compile(
+    r"`?(\w+)`?\s+(?:parameter|argument|keyword|option)\b|\b(?:parameter|argument)\s+`?(\w+)", re.IGNORECASE
+)
 #: Question words that are no parameter's name.
 _NOT_PARAMETERS = frozenset({"default", "defaults", "value", "argument", "parameter", "classifier", "number"})
 
@@ -66,8 +69,13 @@ def focus_of(words: str, terms: list[str], named: Named) -> re.Pattern[str] | No
         return _RAISES
     if not _ASKS_DEFAULT.search(words):
         return None
+    said = [m.group(1) or m.group(2) for m in _SAID_PARAMETER.finditer(words)]
     own = {chain[-1].lower() for chain in named.names}
-    params = [t for t in terms if len(t) >= 3 and t not in own and t not in _NOT_PARAMETERS]
+    # A named name the question calls a parameter ("the keyword_casing parameter of X.__init__") is the
+    # one: not the words it is made of ("casing" would find ``casing=self.keyword_casing``).
+    params = [p.lower() for p in said if p.lower() in own] or [
+        t for t in terms if len(t) >= 3 and t not in own and t not in _NOT_PARAMETERS
+    ]
     if not params:
         return None
     return re.compile(rf"\b(?:{'|'.join(map(re.escape, params))})\s*=(?!=)", re.IGNORECASE)
@@ -79,3 +87,34 @@ def assigned_focus(named: Named) -> re.Pattern[str] | None:
     if not names:
         return None
     return re.compile(rf"^[ \t]*(?:\w+\.)+(?:{names})[ \t]*(?::[^=\n]*)?=[ \t]*[A-Za-z_]")
+
+
+def written_as(name: str, question: str) -> bool:
+    """Whether a question that has ``name``'s word wrote it as that name: a name with capitals only when
+    the question keeps them ("the LiteCli class"), since the same word in lower case names the project
+    ("litecli's default configuration file"), not the class ``LiteCli``. A question not given: yes."""
+    if not question or name == name.lower():
+        return True
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question) is not None
+
+
+#: A question about an application's defaults or settings that names no definition ("which key bindings
+#: does it use by default?", "which table format does the default configuration file set?"): the answer
+#: is a line of a configuration file, which BM25 ranked below the code that reads the setting.
+_ASKS_SETTING = re.compile(
+    r"\bby\s+default\b|\bdefault\s+(?:config(?:uration)?|settings?)\b|\b(?:config(?:uration)?|settings?)\s+files?\b",
+    re.IGNORECASE,
+)
+#: A configuration file by its name: ``setup.cfg``, ``tox.ini``, ``pyproject.toml``, ``default.yaml``,
+#: ``liteclirc``, ``.pylintrc``.
+_CONFIG_NAME = re.compile(r"\.(?:ini|cfg|conf|toml|ya?ml|properties)$|^\.?\w+rc$", re.IGNORECASE)
+#: What a chunk of a configuration file (not a test's copy) gains for such a question: about what BM25
+#: gives a chunk with two of its words.
+SETTING_BONUS = 8.0
+
+
+def setting_bonus(question: str, named: Named | None, path: str) -> float:
+    """What a chunk of ``path`` gains for a question about defaults or settings that names no definition."""
+    if named or not _ASKS_SETTING.search(question) or TEST_PATH.search(path):
+        return 0.0
+    return SETTING_BONUS if _CONFIG_NAME.search(path.rsplit("/", 1)[-1]) else 0.0

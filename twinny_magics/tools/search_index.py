@@ -43,6 +43,7 @@ from twinny_magics.naming import (
     Named,
     hop_names,
     named_bonus,
+    named_by_words,
     named_in,
     named_queries,
     path_query,
@@ -72,6 +73,8 @@ from twinny_magics.tools.search_focus import (
     focus_of,
     from_focus,
     named_uses,
+    setting_bonus,
+    written_as,
 )
 
 INDEX_VERSION = "3"
@@ -325,14 +328,16 @@ class SearchIndex:
         if not terms:
             return []
         named = named_in(words)
+        if not named.paths:  # "the session log notebook": that file
+            named = Named(named_by_words(words, [f.path for f in self.last.files]), named.names)
         focus = focus_of(words, terms, named)
         tests = bool(named) and ASKS_TESTS.search(words) is not None
         try:
-            found = self._search(terms, n, named, focus=focus, tests=tests)
+            found = self._search(terms, n, named, focus=focus, tests=tests, written=words)
         except sqlite3.Error:
             self._reset()
             self.update()
-            found = self._search(terms, n, named, focus=focus, tests=tests)
+            found = self._search(terms, n, named, focus=focus, tests=tests, written=words)
         if focus is None and found:
             # A named attribute set deep in the best chunk: shown from that line, so what it is set to
             # (the second look, next) fits beside it.
@@ -359,6 +364,7 @@ class SearchIndex:
         *,
         focus: re.Pattern[str] | None = None,
         tests: bool = False,
+        written: str = "",
     ) -> list[Chunk]:
         db = self._connect()
         select = (
@@ -403,7 +409,11 @@ class SearchIndex:
             # it, or a line that uses it): BM25 sees only that the word occurs there. A function or a
             # class of that name counts more than an assignment to it (``countby = curry(countby)``
             # re-exports the function; it does not define it).
-            asked = [_DEFINES_BONUS.get(d.kind, 3.0) for d in defined if d.name.lower() in wanted]
+            asked = [
+                _DEFINES_BONUS.get(d.kind, 3.0)
+                for d in defined
+                if d.name.lower() in wanted and written_as(d.name, written)
+            ]
             score = -float(rank) + max(asked, default=0.0)
             if named:
                 before = [d for d in outlines[path] if d.line <= first]
@@ -418,6 +428,7 @@ class SearchIndex:
                     score += TESTS_BONUS
             elif named is not None and named.names_file(path):
                 score += NAMED_PATH_BONUS
+            score += setting_bonus(written, named, path)
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
         if by_name or focus is not None:  # named rows were not held to PER_FILE as they came: the best are

@@ -1,0 +1,158 @@
+"""What a question says in words finds what it means: a file named in words ("the slow log module"), a
+function written as called (``cli()``), a parameter named as code ("the keyword_casing parameter of
+X.__init__"), the project's name in lower case (not a class of that name), and a question about
+defaults or settings (a configuration file's lines, not the code that reads them)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from twinny_magics.naming import named_by_words, named_in
+from twinny_magics.tools import Workspace
+from twinny_magics.tools.search_focus import setting_bonus, written_as
+
+EVIDENCE_CHARS = 2027  # the head start's share of a 4,096-token window
+
+
+def evidence(root: Path, question: str) -> list[tuple[str, list[tuple[int, str]]]]:
+    text = Workspace(root).head_start(question, EVIDENCE_CHARS, map=False, evidence=True)
+    chunks: list[tuple[str, list[tuple[int, str]]]] = []
+    for line in text.split("(ranked search):", 1)[1].splitlines():
+        row = re.match(r"^\s*(\d+): (.*)$", line)
+        if row and chunks:
+            chunks[-1][1].append((int(row.group(1)), row.group(2)))
+        elif line.endswith(":") and not line.startswith("["):
+            chunks.append((line.split(" (")[0].rstrip(":"), []))
+    return chunks
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TWINNY_MAGICS_INDEX_DIR", str(tmp_path / "index"))
+    root = tmp_path / "work"
+    pkg = root / "tinyapp"
+    pkg.mkdir(parents=True)
+    # The application's class: its chunk has the question's words (table, format, default) and the
+    # project's name as a class name.
+    reads = "".join(f"        self.opt_{k} = c['main']['opt_{k}']  # option {k}\n" for k in range(30))
+    (pkg / "main.py").write_text(
+        "class TinyApp:\n"
+        '    """The tiny app: reads the default configuration, the table format and the prompt."""\n\n'
+        "    def __init__(self, config):\n"
+        "        c = self.config = config\n"
+        "        self.table_format = c['main']['table_format']  # the table format the user set\n"
+        f"{reads}\n\n"
+        "def serve(port):\n    return port\n\n\n"
+        + "".join(
+            f"def port_helper_{k}(port, serve_port):\n    # serve the port {k}: port, serve, listen\n"
+            f"    return serve(port + {k})\n\n\n"
+            for k in range(12)
+        )
+        + "def cli(verbose=False):\n"
+        + "".join(f"    step_{k} = {k}  # set up part {k}\n" for k in range(8))
+        + "    serve(9000)\n"
+    )
+    # The default configuration file, INI with comments; the words are in its comments.
+    settings = "".join(f"# Setting {k}: what it does.\nopt_{k} = {k}\n\n" for k in range(12))
+    (pkg / "tinyapprc").write_text(
+        f"[main]\n{settings}# Table format. Possible values: ascii, psql.\ntable_format = ascii\n"
+    )
+    completer = (
+        "class Completer:\n"
+        + "".join(f"    keywords_{k} = ['SELECT', 'FROM']  # keyword list {k}\n" for k in range(20))
+        + '\n    def __init__(self, formats=(), keyword_casing="auto"):\n'
+        + "        self.keyword_casing = keyword_casing\n\n"
+        + "".join(f"    def fill_{k}(self):\n        return {k}  # nothing to see\n\n" for k in range(20))
+        + "".join(
+            f"    def complete_{k}(self, word):\n"
+            + "".join(
+                f"        m{j} = find(word, casing=self.keyword_casing)  # keyword casing\n" for j in range(4)
+            )
+            + "        return m0\n\n"
+            for k in range(6)
+        )
+    )
+    (pkg / "completer.py").write_text(completer)
+    (pkg / "slow_log.py").write_text(
+        '"""Queries that ran slow."""\n\n'
+        + "".join(f"QUERY_{k} = 'select {k}'  # a query that ran\n" for k in range(30))
+        + "SLOW_SECONDS = 90  # above this a query is slow\n"
+    )
+    (pkg / "queries.py").write_text(
+        "".join(
+            f"def query_{k}(db):\n    # how long the slow query took\n    return db.run({k})\n\n\n"
+            for k in range(6)
+        )
+    )
+    return root
+
+
+def test_a_file_named_in_words_is_read_as_named() -> None:
+    paths = ["notebooks/session_log.ipynb", "pkg/slow_log.py", "pkg/tutorial.ipynb", "pkg/main.py"]
+    assert named_by_words("In the session log notebook, how long did it take?", paths) == (paths[0],)
+    assert named_by_words("What does the slow log module set?", paths) == (paths[1],)
+    assert named_by_words("In the tutorial notebook, which k?", paths) == (paths[2],)
+    # A one-word name needs its kind after it: "main" alone is any main.
+    assert named_by_words("What is the main thing the app does?", paths) == ()
+    assert named_by_words("Which log does the session keep?", paths) == ()  # not the words in a row
+    many = [f"part{k}/session_log.py" for k in range(4)]
+    assert named_by_words("the session log module", many) == ()  # it did not say which
+
+
+def test_a_short_file_named_in_words_is_shown_whole_and_first(app: Path) -> None:
+    path, rows = evidence(app, "Above how many seconds is a query slow, in the slow log module?")[0]
+    assert path == "tinyapp/slow_log.py"
+    assert rows[0][0] == 1
+    assert (33, "SLOW_SECONDS = 90  # above this a query is slow") in rows
+
+
+def test_a_function_written_as_called_is_named_and_its_chunk_comes_first(app: Path) -> None:
+    assert ("cli",) in named_in("In tinyapp/main.py, which port does cli() serve?").names
+    assert ("cli",) in named_in("which port does `cli()` serve?").names
+    assert (
+        named_in("what does obj.cli() do").names == (("obj", "cli"),)
+        or ("cli",) not in named_in("what does obj.cli() do").names
+    )
+    path, rows = evidence(app, "In tinyapp/main.py, which port does cli() serve?")[0]
+    assert path == "tinyapp/main.py"
+    assert any(text.startswith("def cli(") for _, text in rows)
+    assert any("serve(9000)" in text for _, text in rows)
+
+
+def test_a_parameter_named_as_code_is_what_its_default_focus_looks_for(app: Path) -> None:
+    question = (
+        "In tinyapp/completer.py, what is the default of the keyword_casing parameter of Completer.__init__?"
+    )
+    path, rows = evidence(app, question)[0]
+    assert path == "tinyapp/completer.py"
+    assert any('keyword_casing="auto"' in text for _, text in rows)
+
+
+def test_the_projects_name_in_lower_case_is_not_its_class(app: Path) -> None:
+    assert written_as("TinyApp", "Which class is TinyApp?")
+    assert not written_as("TinyApp", "Which table format does tinyapp's configuration set?")
+    assert written_as("serve", "anything")
+    path, _ = evidence(app, "Which table format does tinyapp's default configuration file set?")[0]
+    assert path == "tinyapp/tinyapprc"
+    # Written as the class, the class still comes first.
+    path, _ = evidence(app, "Which table format does the TinyApp class read?")[0]
+    assert path == "tinyapp/main.py"
+
+
+@pytest.mark.parametrize(
+    ("question", "path", "bonus"),
+    [
+        ("Which key bindings does it use by default?", "app/apprc", True),
+        ("Which table format does the default configuration file set?", "setup.cfg", True),
+        ("What does the settings file say the port is?", "conf/default.yaml", True),
+        ("Which key bindings does it use by default?", "tests/apprc", False),  # a test's copy
+        ("Which key bindings does it use by default?", "app/main.py", False),
+        ("What does the code do?", "app/apprc", False),  # not about settings
+        ("What is the default of X's size?", "setup.cfg", False),  # names a definition
+    ],
+)
+def test_a_question_about_defaults_favours_configuration_files(question: str, path: str, bonus: bool) -> None:
+    assert (setting_bonus(question, named_in(question), path) > 0) is bonus
