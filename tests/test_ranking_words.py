@@ -12,7 +12,7 @@ import pytest
 
 from twinny_magics.naming import named_by_words, named_in
 from twinny_magics.tools import Workspace
-from twinny_magics.tools.search_focus import setting_bonus, written_as
+from twinny_magics.tools.search_focus import excludes_tests, setting_bonus, written_as
 
 EVIDENCE_CHARS = 2027  # the head start's share of a 4,096-token window
 
@@ -156,3 +156,27 @@ def test_the_projects_name_in_lower_case_is_not_its_class(app: Path) -> None:
 )
 def test_a_question_about_defaults_favours_configuration_files(question: str, path: str, bonus: bool) -> None:
     assert (setting_bonus(question, named_in(question), path) > 0) is bonus
+
+
+def test_a_question_that_leaves_the_tests_out_is_shown_no_test_file(app: Path) -> None:
+    tests = app / "tests"
+    tests.mkdir()
+    (tests / "test_serve.py").write_text(
+        "".join(
+            f"from tinyapp.main import serve\n\n\ndef test_serve_{k}():\n"
+            f"    assert serve({k}) == {k}  # serve\n\n\n"
+            for k in range(6)
+        )
+    )
+    (app / "tinyapp" / "web.py").write_text("from tinyapp.main import serve\n\n\ndef run():\n    serve(80)\n")
+    question = "Which modules of the tinyapp package import serve, not the tests? Name every one."
+    assert excludes_tests(question)
+    assert excludes_tests("which files (excluding the tests) use it")
+    assert not excludes_tests("Which test file has the tests for serve?")
+    assert not excludes_tests("Which modules import serve? Not sure where.")
+    paths = [path for path, _ in evidence(app, question)]
+    assert paths
+    assert not any(path.startswith("tests/") for path in paths)
+    assert "tinyapp/web.py" in paths
+    # Asked for the tests, the test file comes first.
+    assert evidence(app, "Which test file has the tests for serve?")[0][0] == "tests/test_serve.py"

@@ -24,6 +24,13 @@ _RAISES = re.compile(r"^[ \t]*(?:raise\b|(?:warnings\.)?warn\()", re.MULTILINE)
 #: the name's own definition (+30, +20 as a top-level one), which is not what is asked (30: no change).
 TESTS_BONUS = 60.0
 ASKS_TESTS = re.compile(r"\btest(?:s|ed| file| files)?\b", re.IGNORECASE)
+#: A question that leaves the tests out ("which modules of the package (not its tests) import X"): its
+#: "tests" asks for no test file, and none is shown.
+_NOT_TESTS = re.compile(
+    r"\b(?:not|excluding|except|other\s+than|outside(?:\s+of)?|apart\s+from|besides|without)\s+"
+    r"(?:(?:its|the|their|any|of|\w+'s)\s+){0,2}tests?\b",
+    re.IGNORECASE,
+)
 TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)test_[^/]*$|_test\.py$")
 
 
@@ -118,3 +125,8 @@ def setting_bonus(question: str, named: Named | None, path: str) -> float:
     if named or not _ASKS_SETTING.search(question) or TEST_PATH.search(path):
         return 0.0
     return SETTING_BONUS if _CONFIG_NAME.search(path.rsplit("/", 1)[-1]) else 0.0
+
+
+def excludes_tests(question: str) -> bool:
+    """Whether a question leaves the tests out ("not its tests", "excluding the tests")."""
+    return _NOT_TESTS.search(question) is not None

@@ -70,6 +70,7 @@ from twinny_magics.tools.search_focus import (
     TEST_PATH,
     TESTS_BONUS,
     assigned_focus,
+    excludes_tests,
     focus_of,
     from_focus,
     named_uses,
@@ -331,7 +332,7 @@ class SearchIndex:
         if not named.paths:  # "the session log notebook": that file
             named = Named(named_by_words(words, [f.path for f in self.last.files]), named.names)
         focus = focus_of(words, terms, named)
-        tests = bool(named) and ASKS_TESTS.search(words) is not None
+        tests = bool(named) and ASKS_TESTS.search(words) is not None and not excludes_tests(words)
         try:
             found = self._search(terms, n, named, focus=focus, tests=tests, written=words)
         except sqlite3.Error:
@@ -387,12 +388,13 @@ class SearchIndex:
         per_file: dict[str, int] = {}
         wanted = set(terms)
         outlines: dict[str, tuple[Definition, ...]] = {}
+        no_tests = excludes_tests(written)
         for path, start, end, body, rank in rows:
             # Found by a named query, or holding the lines the question asks of a named definition.
             named_row = (path, start) in by_name or (
                 focus is not None and focus.search(str(body)) is not None
             )
-            if not isinstance(path, str) or not self._visible(path):
+            if not isinstance(path, str) or not self._visible(path) or (no_tests and TEST_PATH.search(path)):
                 continue
             if not named_row and per_file.get(path, 0) >= PER_FILE:
                 continue
