@@ -36,6 +36,7 @@ import bench_tasks  # noqa: E402 - the benchmarks folder is not a package
 import tasks_all  # noqa: E402
 import tasks_common  # noqa: E402
 import tasks_litecli  # noqa: E402
+import tasks_yamllint  # noqa: E402
 from tasks_common import Answer, Edit, Task  # noqa: E402
 
 
@@ -65,14 +66,24 @@ def judged(task: Task, text: str, root: Path) -> bool:
 # -- the sources -------------------------------------------------------------------------------------------
 
 
-def test_every_code_base_is_a_pinned_sdist_with_a_permissive_licence_and_its_own_shape() -> None:
+def test_every_code_base_is_a_pinned_sdist_with_an_open_licence_and_none_is_stored_in_the_repo() -> None:
     shapes = {c.split for c in tasks_all.CODEBASES.values()}
     assert shapes == {"dev", "heldout"}
-    assert [c.name for c in tasks_all.CODEBASES.values() if c.split == "heldout"] == ["litecli"]
+    assert [c.name for c in tasks_all.CODEBASES.values() if c.split == "heldout"] == ["yamllint"]
+    assert tasks_all.CODEBASES["litecli"].split == "dev"  # the held-out one of the rounds before
     for codebase in tasks_all.CODEBASES.values():
         assert len(codebase.pin.sha256) == 64
-        assert codebase.licence in ("MIT", "BSD-3-Clause")
+        assert codebase.licence in ("MIT", "BSD-3-Clause", "GPL-3.0-or-later")
         assert codebase.pin.cached().name == codebase.pin.file
+    # The sources are fetched and unpacked at run time (yamllint's GPL code included), never committed.
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.tar.gz", "yamllint/*", "*/yamllint/*"],
+        cwd=BENCHMARKS.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert tracked.returncode != 0 or tracked.stdout == ""
 
 
 def test_the_sdists_hold_what_their_shape_needs(built: dict[str, tuple[Path, list[Task]]]) -> None:
@@ -84,6 +95,11 @@ def test_the_sdists_hold_what_their_shape_needs(built: dict[str, tuple[Path, lis
     litecli = built["litecli"][0]
     assert (litecli / "litecli" / "liteclirc").is_file()
     assert "@click.command()" in (litecli / "litecli" / "main.py").read_text()
+    yamllint = built["yamllint"][0]
+    assert (yamllint / "yamllint" / "conf" / "default.yaml").is_file()
+    assert (yamllint / "yamllint" / "conf" / "relaxed.yaml").is_file()
+    assert "argparse.ArgumentParser(" in (yamllint / "yamllint" / "cli.py").read_text()
+    assert len(list((yamllint / "yamllint" / "rules").glob("*.py"))) == 25  # 23 rules, common, __init__
 
 
 def test_a_cached_sdist_that_is_not_the_pinned_file_is_refused(tmp_path: Path) -> None:
@@ -133,12 +149,12 @@ def test_the_benchmark_has_enough_tasks_and_a_held_out_part_of_every_kind(
     built: dict[str, tuple[Path, list[Task]]],
 ) -> None:
     total = sum(len(tasks) for _, tasks in built.values())
-    heldout = built["litecli"][1]
+    heldout = built["yamllint"][1]
     assert total >= tasks_all.MIN_TASKS
     assert len(heldout) >= tasks_all.MIN_HELDOUT_TASKS
     assert {t.kind for t in heldout} == set(tasks_common.KINDS)
     new = {"multi-hop", "exact", "file-count", "multi-edit"}
-    dev_kinds = {t.kind for name, (_, tasks) in built.items() if name != "litecli" for t in tasks}
+    dev_kinds = {t.kind for name, (_, tasks) in built.items() if name != "yamllint" for t in tasks}
     assert new <= dev_kinds
     for _, tasks in built.values():
         assert len({t.name for t in tasks}) == len(tasks)
@@ -246,32 +262,26 @@ def test_several_changes_to_one_file_must_all_be_made_and_nothing_else() -> None
         tasks_common.edits_pattern(text, [("a = 1\nb", "x"), ("1\nb = 2", "y")])
 
 
-def test_the_litecli_notebook_outputs_are_what_its_cells_give(
-    built: dict[str, tuple[Path, list[Task]]],
-) -> None:
-    root = built["litecli"][0]
-    cells = [source for kind, source, _ in tasks_litecli.NOTEBOOK_CELLS if kind == "code"]
-    # litecli's package needs click and prompt_toolkit; the notebook uses one stdlib-only module of it,
-    # loaded from the workspace under its own name with empty parent packages.
-    script = (
-        "import ast, sys, json, types, importlib.util\n"
-        "for name in ('litecli', 'litecli.packages', 'litecli.packages.special'):\n"
-        "    sys.modules[name] = types.ModuleType(name)\n"
-        "spec = importlib.util.spec_from_file_location('litecli.packages.special.utils',\n"
-        "    'litecli/packages/special/utils.py')\n"
-        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
-        "sys.modules['litecli.packages.special.utils'] = module\n"
-        "outputs, scope = [], {}\n"
-        "for cell in json.loads(sys.argv[1]):\n"
-        "    tree = ast.parse(cell)\n"
-        "    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None\n"
-        "    exec(compile(tree, '<cell>', 'exec'), scope)\n"
-        "    value = eval(compile(ast.Expression(last.value), '<cell>', 'eval'), scope) if last else None\n"
-        "    outputs.append(repr(value) if last else None)\n"
-        "print(json.dumps(outputs))\n"
-    )
+#: Runs a notebook's code cells in order (after ``prelude``) and prints the repr of each cell's last
+#: expression, as JSON (None for a cell that ends in a statement).
+_RUN_CELLS = (
+    "outputs, scope = [], {}\n"
+    "for cell in json.loads(sys.argv[1]):\n"
+    "    tree = ast.parse(cell)\n"
+    "    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None\n"
+    "    exec(compile(tree, '<cell>', 'exec'), scope)\n"
+    "    value = eval(compile(ast.Expression(last.value), '<cell>', 'eval'), scope) if last else None\n"
+    "    outputs.append(repr(value) if last else None)\n"
+    "print(json.dumps(outputs))\n"
+)
+
+
+def _cell_outputs(root: Path, cells: tasks_common.Cells, prelude: str = "") -> list[str | None]:
+    """What running ``cells``' code in the workspace at ``root`` gives, each cell's output."""
+    sources = [source for kind, source, _ in cells if kind == "code"]
+    script = "import ast, sys, json\n" + prelude + _RUN_CELLS
     done = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(cells)],
+        [sys.executable, "-c", script, json.dumps(sources)],
         cwd=root,
         env={"PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -279,15 +289,49 @@ def test_the_litecli_notebook_outputs_are_what_its_cells_give(
         check=True,
         timeout=60,
     )
+    outputs: list[str | None] = json.loads(done.stdout)
+    return outputs
+
+
+def test_the_litecli_notebook_outputs_are_what_its_cells_give(
+    built: dict[str, tuple[Path, list[Task]]],
+) -> None:
+    # litecli's package needs click and prompt_toolkit; the notebook uses one stdlib-only module of it,
+    # loaded from the workspace under its own name with empty parent packages.
+    prelude = (
+        "import types, importlib.util\n"
+        "for name in ('litecli', 'litecli.packages', 'litecli.packages.special'):\n"
+        "    sys.modules[name] = types.ModuleType(name)\n"
+        "spec = importlib.util.spec_from_file_location('litecli.packages.special.utils',\n"
+        "    'litecli/packages/special/utils.py')\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "sys.modules['litecli.packages.special.utils'] = module\n"
+    )
     expected = [output for kind, _, output in tasks_litecli.NOTEBOOK_CELLS if kind == "code"]
-    assert json.loads(done.stdout) == expected
+    assert _cell_outputs(built["litecli"][0], tasks_litecli.NOTEBOOK_CELLS, prelude) == expected
+
+
+def test_the_yamllint_notebook_outputs_are_what_its_cells_give(
+    built: dict[str, tuple[Path, list[Task]]],
+) -> None:
+    # yamllint needs PyYAML and pathspec (both pinned in requirements/test.txt); the package itself is
+    # imported from the workspace (the current folder), not installed.
+    root = built["yamllint"][0]
+    expected = [output for kind, _, output in tasks_yamllint.NOTEBOOK_CELLS if kind == "code"]
+    assert _cell_outputs(root, tasks_yamllint.NOTEBOOK_CELLS) == expected
+    notebook = tasks_common.notebook_cells(root / tasks_yamllint.NOTEBOOK)
+    assert [c["cell_type"] for c in notebook] == [k for k, _, _ in tasks_yamllint.NOTEBOOK_CELLS]
 
 
 def test_code_bases_are_picked_by_name_or_set_held_out_first_and_an_unknown_one_is_refused() -> None:
-    assert [c.name for c in tasks_all.pick(None, "all")] == ["litecli", "toolz", "pluggy", "mapclassify"]
-    assert [c.name for c in tasks_all.pick(None, "dev")] == ["toolz", "pluggy", "mapclassify"]
-    assert [c.name for c in tasks_all.pick("pluggy,litecli", None)] == ["litecli", "pluggy"]
+    every = ["yamllint", "toolz", "pluggy", "mapclassify", "litecli"]
+    assert [c.name for c in tasks_all.pick(None, "all")] == every
+    assert [c.name for c in tasks_all.pick(None, "dev")] == ["toolz", "pluggy", "mapclassify", "litecli"]
+    assert [c.name for c in tasks_all.pick(None, "heldout")] == ["yamllint"]
+    assert [c.name for c in tasks_all.pick("pluggy,yamllint", None)] == ["yamllint", "pluggy"]
+    assert [c.name for c in tasks_all.pick("litecli,pluggy", None)] == ["pluggy", "litecli"]
     assert tasks_all.pick("pluggy", "heldout") == []
+    assert tasks_all.pick("litecli", "heldout") == []
     with pytest.raises(ValueError, match="no code base nope"):
         tasks_all.pick("nope", None)
 
@@ -470,7 +514,7 @@ def test_code_base_runs_are_stored_by_code_base_set_mode_model_window_and_commit
     assert summary["configs"]["defaults"]["seconds_per_pass"] is not None
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"latest": "old", "runs": {"old": {"configs": {}, "by_kind": {}}}}))
-    for codebase, split in (("pluggy", "dev"), ("litecli", "heldout")):
+    for codebase, split in (("pluggy", "dev"), ("yamllint", "heldout")):
         for mode in ("fresh", "session"):
             entry = {
                 **summary,
@@ -487,11 +531,11 @@ def test_code_base_runs_are_stored_by_code_base_set_mode_model_window_and_commit
             bench_tasks.store(key, entry, path)
     stored = bench_tasks.stored_codebase_runs("m", 4096, path)
     assert len(stored) == 4
-    assert "litecli (heldout), session, m, window 4096, full, at abc1234" in stored
+    assert "yamllint (heldout), session, m, window 4096, full, at abc1234" in stored
     assert "old" in json.loads(path.read_text())["runs"]  # the toolz runs from before stay readable
     text = bench_tasks.overview(stored)
     rows = [line.split()[0] for line in text.splitlines()[2:6]]
-    assert rows == ["litecli", "litecli", "pluggy", "pluggy"]
+    assert rows == ["yamllint", "yamllint", "pluggy", "pluggy"]
     assert "heldout  defaults         1/2       1/2" in text
     assert "Passed per kind" in text
 
