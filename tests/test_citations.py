@@ -215,3 +215,26 @@ def test_a_long_degenerate_answer_is_read_in_linear_time(text: str) -> None:
     citations.find_citations(text)
     citations.answer_tokens(text, "Which port?")
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_wrong_citation_near_the_asked_names_definition_is_told_where_it_is(tmp_path: Path) -> None:
+    """A which-line answer that cites a chunk's first line, not the def five lines below: the model is
+    told what its line says and where the name it was asked about is defined."""
+    (tmp_path / "config.py").write_text(
+        "".join(f"x{n} = {n}\n" for n in range(1, 47))
+        + "def upgrade(config):\n    return config\n\n\n\ndef get_config(path=None):\n    return path\n"
+    )
+    ws = Workspace(tmp_path)
+    question = "On which line of config.py is get_config defined?"
+    [cited] = asyncio.run(citations.check("It is defined at config.py:47.", question, ws))
+    assert cited.status == "wrong"
+    assert cited.why == "the line does not hold what the answer says; get_config is defined at line 52"
+    told = citations.correction([cited])
+    assert "47: def upgrade(config):" in told
+    assert "52: def get_config(path=None):" in told
+    # Further than DEFINED_LINES away, or a name only used there: what the cited line says, no more.
+    [far] = asyncio.run(citations.check("It is defined at config.py:20.", question, ws))
+    assert far.why == "the line does not hold what the answer says"
+    (tmp_path / "use.py").write_text("import config\n\n\n\nvalue = config.get_config()\n")
+    [used] = asyncio.run(citations.check("It is at use.py:1.", "Where is get_config defined in use.py?", ws))
+    assert used.why == "the line does not hold what the answer says"

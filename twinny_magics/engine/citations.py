@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.events import Citation
-from twinny_magics.naming import named_in
+from twinny_magics.naming import defining_line, named_in
 from twinny_magics.redact import mask_secrets
 from twinny_magics.retrieval import query_terms
 
@@ -34,6 +34,10 @@ LINE_CHARS = 200
 #: the lines it read and only the number is off (a 1.5B model counts lines of a chunk badly). It does not
 #: go back: sent back, such a right answer came back as talk about line numbers.
 NEAR_LINES = 5
+#: A wrong citation of a file that defines a name the question asks about this close to the cited line:
+#: the model is told that line too ("get_config is defined at line 52"), not only what its own line says
+#: (a 1.5B model cited a chunk's first line, 47, for the def five lines below it).
+DEFINED_LINES = 20
 
 #: A file path as an answer cites it (checked on a token already cut out, so the scan stays linear).
 _PATH = re.compile(r"/?(?:[\w.-]+/)*(?:[\w.-]*\w\.[A-Za-z]\w{0,7}|\.[A-Za-z][\w-]*)")
@@ -128,6 +132,8 @@ async def check(answer: str, question: str, tools: object) -> list[Citation]:
         cited = await _check_one(tools, path, line, tokens, question)
         if cited.status == "wrong" and own:
             cited = await _near(tools, cited, own) or cited
+        if cited.status == "wrong" and asked:
+            cited = await _defined_near(tools, cited, asked) or cited
         out.append(cited)
     return out
 
@@ -149,6 +155,31 @@ async def _near(tools: ReadsCitedLines, cited: Citation, own: set[str]) -> Citat
     off = abs(at - cited.line)
     return Citation(
         cited.path, cited.line, "near", found, why=f"what the answer says is at line {at}, {off} off"
+    )
+
+
+async def _defined_near(tools: ReadsCitedLines, cited: Citation, asked: set[str]) -> Citation | None:
+    """``cited`` (wrong) with the line that defines a name the question asks about, when one within
+    `DEFINED_LINES` does; else None."""
+    try:
+        lines = await asyncio.to_thread(
+            tools.cited_lines, cited.path, max(1, cited.line - DEFINED_LINES), cited.line + DEFINED_LINES
+        )
+    except WorkspaceError:
+        return None
+    texts = [text for _, text in lines]
+    found = [(lines[k][0], name) for name in sorted(asked) if (k := defining_line(texts, name)) is not None]
+    if not found:
+        return None
+    at, name = min(found, key=lambda pair: (abs(pair[0] - cited.line), pair))
+    shown = f"{cited.found}\n" if cited.found else ""
+    line = next(text for n, text in lines if n == at)
+    return Citation(
+        cited.path,
+        cited.line,
+        "wrong",
+        f"{shown}and {name} is defined at line {at}:\n{at}: {_clip(line)}",
+        why=f"{cited.why}; {name} is defined at line {at}",
     )
 
 
