@@ -477,7 +477,7 @@ def say_the_answer_prompt() -> str:
     """The nudge sent back once when a reply said the loop's own words back instead of answering."""
     return (
         "Your reply repeats the loop's words about the evidence (\"It is a start, not the whole "
-        "workspace…\"); it does not answer the question. Answer it in your own words: the name, value, "
+        'workspace…"); it does not answer the question. Answer it in your own words: the name, value, '
         "line or number it asks for, from the evidence or results above, or call a tool if they do not "
         "show it."
     )
