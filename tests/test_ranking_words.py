@@ -12,7 +12,7 @@ import pytest
 
 from twinny_magics.naming import named_by_words, named_in
 from twinny_magics.tools import Workspace
-from twinny_magics.tools.search_focus import excludes_tests, setting_bonus, written_as
+from twinny_magics.tools.search_focus import excludes_tests, message_bonus, setting_bonus, written_as
 
 EVIDENCE_CHARS = 2027  # the head start's share of a 4,096-token window
 
@@ -180,3 +180,29 @@ def test_a_question_that_leaves_the_tests_out_is_shown_no_test_file(app: Path) -
     assert "tinyapp/web.py" in paths
     # Asked for the tests, the test file comes first.
     assert evidence(app, "Which test file has the tests for serve?")[0][0] == "tests/test_serve.py"
+
+
+def test_a_question_for_a_messages_words_gets_the_string_not_the_docstrings(app: Path) -> None:
+    (app / "tinyapp" / "audit.py").write_text(
+        "".join(
+            f'def log_{k}(self, text):\n    """Write to the audit log, if the audit log file is open."""\n'
+            f"    # the audit log file: open it, log to it\n    return text\n\n\n"
+            for k in range(8)
+        )
+        + "def open_audit(path):\n"
+        + "".join(f"    x{k} = {k}\n" for k in range(40))
+        + "    try:\n        return open(path)\n    except OSError:\n"
+        + '        print("Error: Unable to open the audit log file.")\n'
+    )
+    question = "What message does tinyapp print when it cannot open the audit log file? Quote it exactly."
+    path, rows = evidence(app, question)[0]
+    assert path == "tinyapp/audit.py"
+    assert any("Unable to open the audit log file" in text for _, text in rows)
+    # A string with one of the words, or a docstring, gains nothing; nor a question that asks no message.
+    assert message_bonus(question, named_in(question), 'x = "the audit trail"', {"audit", "open"}) == 0
+    assert message_bonus(question, named_in(question), '"""open the audit log"""', {"audit", "open"}) == 0
+    assert (
+        message_bonus("How is the audit log opened?", None, 'e = "open the audit log"', {"audit", "open"})
+        == 0
+    )
+    assert message_bonus(question, None, 'e = "open the audit log"', {"audit", "open"}) > 0

@@ -127,6 +127,30 @@ def setting_bonus(question: str, named: Named | None, path: str) -> float:
     return SETTING_BONUS if _CONFIG_NAME.search(path.rsplit("/", 1)[-1]) else 0.0
 
 
+#: A question for a message's words ("what message does it print when …? Quote it exactly."): the answer
+#: is a string in the code, which BM25 ranked below docstrings that talk about the same thing.
+_ASKS_MESSAGE = re.compile(r"\b(?:messages?|warnings?|quote|exact(?:ly)?|wording)\b", re.IGNORECASE)
+#: A one-line string literal (not a docstring's quotes) of eight characters or more.
+_LITERAL = re.compile(r"(?<![\w\\])([\"'])((?:(?!\1)[^\\\n]|\\.){8,})\1")
+#: What a chunk with a string that has two of the question's words or more gains for such a question.
+MESSAGE_BONUS = 8.0
+
+
+def message_bonus(question: str, named: Named | None, body: str, terms: set[str]) -> float:
+    """What a chunk gains for a question for a message's words that names no definition, when a string in
+    it (a one-line literal, not a docstring) holds at least two of the question's words."""
+    if named or not _ASKS_MESSAGE.search(question):
+        return 0.0
+    for line in body.splitlines():
+        if '"""' in line or "'''" in line:
+            continue
+        for literal in _LITERAL.finditer(line):
+            words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", literal.group(2))}
+            if len(words & terms) >= 2:
+                return MESSAGE_BONUS
+    return 0.0
+
+
 def excludes_tests(question: str) -> bool:
     """Whether a question leaves the tests out ("not its tests", "excluding the tests")."""
     return _NOT_TESTS.search(question) is not None

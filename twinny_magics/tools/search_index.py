@@ -73,6 +73,7 @@ from twinny_magics.tools.search_focus import (
     excludes_tests,
     focus_of,
     from_focus,
+    message_bonus,
     named_uses,
     setting_bonus,
     written_as,
@@ -430,7 +431,7 @@ class SearchIndex:
                     score += TESTS_BONUS
             elif named is not None and named.names_file(path):
                 score += NAMED_PATH_BONUS
-            score += setting_bonus(written, named, path)
+            score += setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
         if by_name or focus is not None:  # named rows were not held to PER_FILE as they came: the best are
