@@ -185,8 +185,9 @@ def test_a_question_that_leaves_the_tests_out_is_shown_no_test_file(app: Path) -
 def test_a_question_for_a_messages_words_gets_the_string_not_the_docstrings(app: Path) -> None:
     (app / "tinyapp" / "audit.py").write_text(
         "".join(
-            f'def log_{k}(self, text):\n    """Write to the audit log, if the audit log file is open."""\n'
-            f"    # the audit log file: open it, log to it\n    return text\n\n\n"
+            f'def log_{k}(self, text):\n    """Print the message to the audit log, if its file is open.\n\n'
+            f"    A message printed when tinyapp cannot open the audit log file goes to the log.\n"
+            f'    """\n    return text\n\n\n'
             for k in range(8)
         )
         + "def open_audit(path):\n"
