@@ -98,6 +98,11 @@ def test_a_file_named_in_words_is_read_as_named() -> None:
     # A one-word name needs its kind after it: "main" alone is any main.
     assert named_by_words("What is the main thing the app does?", paths) == ()
     assert named_by_words("Which log does the session keep?", paths) == ()  # not the words in a row
+    # The words alone are a topic, not the file.
+    assert named_by_words("Which key bindings does it use?", ["app/key_bindings.py"]) == ()
+    assert named_by_words("What does the key bindings file set?", ["app/key_bindings.py"]) == (
+        "app/key_bindings.py",
+    )
     many = [f"part{k}/session_log.py" for k in range(4)]
     assert named_by_words("the session log module", many) == ()  # it did not say which
 

@@ -93,10 +93,10 @@ _KIND_WORDS = {".ipynb": ("notebook",), ".py": ("module", "script", "file"), ".m
 
 
 def named_by_words(question: str, paths: Sequence[str]) -> tuple[str, ...]:
-    """The files a question names in words rather than as a path: a name of two words or more said as
-    words ("the session log notebook" for ``notebooks/session_log.ipynb``), or a one-word name followed by
-    its kind ("the tutorial notebook" for ``tutorial.ipynb``). At most three; none when several files
-    share the words (the question did not say which)."""
+    """The files a question names in words rather than as a path: the name's words followed by its kind
+    ("the session log notebook" for ``notebooks/session_log.ipynb``, "the tutorial notebook", "the
+    slow log module", "the config file"); the words alone are a topic ("which key bindings" is not
+    ``key_bindings.py``). At most three; none when several files share the words (it did not say which)."""
     said = " " + " ".join(_WORD.findall(question.lower())) + " "
     found: list[str] = []
     for path in paths:
@@ -107,11 +107,8 @@ def named_by_words(question: str, paths: Sequence[str]) -> tuple[str, ...]:
         if not parts or any(not p.isalnum() for p in parts):
             continue
         words = " ".join(parts)
-        if len(parts) >= 2:
-            said_so = all(len(p) > 1 for p in parts) and f" {words} " in said
-        else:
-            said_so = any(f" {words} {kind} " in said for kind in _KIND_WORDS.get(suffix, ()))
-        if said_so:
+        kinds = (*_KIND_WORDS.get(suffix, ()), "file")
+        if all(len(p) > 1 for p in parts) and any(f" {words} {kind} " in said for kind in kinds):
             found.append(path)
     return tuple(found) if len(found) <= 3 else ()
 

@@ -389,7 +389,7 @@ class SearchIndex:
         per_file: dict[str, int] = {}
         wanted = set(terms)
         outlines: dict[str, tuple[Definition, ...]] = {}
-        no_tests = excludes_tests(written)
+        no_tests, boosted = excludes_tests(written), False
         for path, start, end, body, rank in rows:
             # Found by a named query, or holding the lines the question asks of a named definition.
             named_row = (path, start) in by_name or (
@@ -397,10 +397,12 @@ class SearchIndex:
             )
             if not isinstance(path, str) or not self._visible(path) or (no_tests and TEST_PATH.search(path)):
                 continue
+            # A setting's file, the message asked for: held to PER_FILE once scored, as named rows are.
+            plain = setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
+            named_row, boosted = named_row or plain > 0, boosted or plain > 0
             if not named_row and per_file.get(path, 0) >= PER_FILE:
                 continue
-            bounds = _bounds(start, end)
-            if bounds is None:
+            if (bounds := _bounds(start, end)) is None:
                 continue
             if not named_row:
                 per_file[path] = per_file.get(path, 0) + 1
@@ -417,7 +419,7 @@ class SearchIndex:
                 for d in defined
                 if d.name.lower() in wanted and written_as(d.name, written)
             ]
-            score = -float(rank) + max(asked, default=0.0)
+            score = -float(rank) + max(asked, default=0.0) + plain
             if named:
                 before = [d for d in outlines[path] if d.line <= first]
                 enclosing = max(before, key=lambda d: d.line).name if before else None
@@ -431,10 +433,9 @@ class SearchIndex:
                     score += TESTS_BONUS
             elif named is not None and named.names_file(path):
                 score += NAMED_PATH_BONUS
-            score += setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
-        if by_name or focus is not None:  # named rows were not held to PER_FILE as they came: the best are
+        if by_name or focus is not None or boosted:  # rows not held to PER_FILE as they came: the best are
             kept: dict[str, int] = {}
             ranked = [c for c in ranked if kept.setdefault(c.path, 0) < PER_FILE and _count(kept, c.path)]
         if named and ranked:
