@@ -13,6 +13,7 @@ from twinny_magics.notes import (
     copies_the_loop,
     counts_nothing,
     names_no_line,
+    only_cites,
     promises_a_result,
     tells_how_not_what,
 )
@@ -271,4 +272,40 @@ def test_an_answer_that_says_the_loops_own_words_back_goes_back_once(workspace: 
     assert "does not answer the question" in server.requests[1].messages[-1]["content"]
     again = ScriptedServer([PARROT, PARROT])
     assert Agent(server=again, workspace=workspace, mode="native").run("What is PORT in app.py?").text
+    assert len(again.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "place_only"),
+    [
+        ("Which names does app.py import from os?", "app.py:1", True),
+        ("Which names does app.py import from os?", "`app.py:1`.", True),
+        ("What is PORT set to?", "Line 4 of app.py", True),
+        ("Which names does app.py import from os?", "os.path and sep (app.py:1)", False),
+        ("What is PORT set to?", "8080, app.py:4", False),
+        # A question that asks where is answered by a place.
+        ("On which line is PORT set?", "app.py:4", False),
+        ("Which file defines serve?", "app.py", False),
+        ("Where is PORT set?", "app.py:4", False),
+        ("Which modules import os?", "app.py:1, web.py:2", False),
+        ("Set PORT to 9000 in app.py.", "(app.py)", False),  # a change, not a question
+        ("What is PORT set to?", "", False),
+    ],
+)
+def test_an_answer_that_is_only_a_place_is_told_from_one_that_says_what(
+    question: str, answer: str, place_only: bool
+) -> None:
+    assert only_cites(question, answer) is place_only
+
+
+def test_an_answer_that_is_only_a_place_goes_back_once(workspace: Path) -> None:
+    server = ScriptedServer(["app.py:1", "PORT is 8080 (app.py:1)."])
+    reply = Agent(server=server, workspace=workspace, mode="native").run("What value does app.py give PORT?")
+    assert reply.text == "PORT is 8080 (app.py:1)."
+    assert reply.steps[0].problems == ["answered with only a file:line, not what is there: asked for it"]
+    assert "it asks what" in server.requests[1].messages[-1]["content"]
+    again = ScriptedServer(["app.py:1", "app.py:1"])
+    assert (
+        Agent(server=again, workspace=workspace, mode="native").run("What value does app.py give PORT?").text
+    )
     assert len(again.requests) == 2

@@ -483,6 +483,39 @@ def say_the_answer_prompt() -> str:
     )
 
 
+#: A question that asks where ("which file", "on which line", "where is"): a place is its answer.
+_ASKS_PLACE = re.compile(
+    r"\bwhere\b|\bin\s+which\b|\b(?:which|what)\s+(?:\w+\s+)?(?:files?|lines?|modules?|folders?|paths?|"
+    r"director(?:y|ies)|notebooks?|cells?)\b|\bline\s+numbers?\b",
+    re.IGNORECASE,
+)
+#: A place as an answer cites it: ``litecli/main.py:43``, ``app.py, line 4``, ``line 12 of app.py``.
+_CITED_PLACE = re.compile(
+    r"`?[\w./-]*\w\.\w{1,8}`?(?:\s*[:,]\s*(?:lines?\s+)?\d+(?:\s*[-–]\s*\d+)?)?|\blines?\s+\d+(?:\s+of)?",
+    re.IGNORECASE,
+)
+
+
+def only_cites(question: str, answer: str) -> bool:
+    """Whether an answer is only a place (``litecli/main.py:43``) for a question that does not ask where:
+    "which names does main.py import" answered with the line, not the names on it."""
+    if not answer.strip() or _ASKS_PLACE.search(question) or _FENCED.search(answer):
+        return False
+    if asks_for_a_change(question):
+        return False
+    rest = _CITED_PLACE.sub(" ", answer)
+    return _CITED_PLACE.search(answer) is not None and not re.search(r"[A-Za-z0-9_]{2,}", rest)
+
+
+def say_what_is_there_prompt() -> str:
+    """The nudge sent back once when an answer gave only a file:line to a question that asks what."""
+    return (
+        "Your answer gives only a place (a file:line), and the question does not ask where: it asks what. "
+        "Say the answer itself in words — the names, value or text the question asks for, as the line "
+        "shows them — and cite the file:line after it."
+    )
+
+
 def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, str] | None:
     """Why an answer to a workspace question has not done what it said or was asked, and the nudge to
     send back (once a reply): the loop's own words said back, a plan announced before any tool ran
@@ -491,6 +524,8 @@ def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, 
     if copies_the_loop(answer):
         problem = "said the loop's own words back instead of answering: asked for the answer"
         return problem, say_the_answer_prompt()
+    if only_cites(question, answer):
+        return "answered with only a file:line, not what is there: asked for it", say_what_is_there_prompt()
     if not ran and announces_a_plan(answer):
         problem = "announced what it would do without doing it: nudged to do it"
         return problem, act_now_prompt(mode, question)
