@@ -113,6 +113,31 @@ def test_python_bases_collections_and_decorators() -> None:
     assert not any(line.startswith("EMPTY") for line in counted)  # a collection started empty lists nothing
 
 
+def test_a_collection_inside_a_function_is_counted_under_the_functions_name() -> None:
+    source = (
+        "def is_dot_command(command):\n"
+        "    pair = (1, 2)\n"
+        "    if command:\n"
+        "        known = [\n" + "".join(f"            '.c{k}',\n" for k in range(66)) + "        ]\n"
+        "        return command in known\n"
+        "\n\n"
+        "class Shell:\n"
+        "    def run(self):\n"
+        "        modes = {'a': 1, 'b': 2, 'c': 3}\n"
+        "        return modes\n"
+    )
+    counted = tally.tally("utils.py", lines_of(source))
+    assert (
+        "known = a list of 66 items (line 4, in is_dot_command): '.c0', '.c1', '.c2', '.c3', …, '.c65'"
+        in counted
+    )
+    assert "modes = a dict of 3 keys (line 77, in run): 'a', 'b', 'c'" in counted
+    assert not any(line.startswith("pair") for line in counted)  # a function's pair is no collection to count
+    # Asked of the function, its list comes right after the file's own counts.
+    asked = tally.tally("utils.py", lines_of(source), ["is_dot_command"])
+    assert asked[3].startswith("known = a list of 66 items")
+
+
 def test_long_lists_show_their_first_names_and_the_last() -> None:
     source = "ITEMS = [" + ", ".join(f"'n{k}'" for k in range(31)) + "]\n"
     (line,) = [x for x in tally.tally("m.py", [source]) if x.startswith("ITEMS")]

@@ -153,11 +153,20 @@ def _dotted(node: ast.expr) -> str:
 _KINDS = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set", ast.Dict: "dict"}
 
 
+#: A collection inside a function is counted from this many items (a function's small tuples are noise).
+LOCAL_ITEMS = 3
+
+
 def _collections(tree: ast.Module) -> Iterator[tuple[str, str]]:
-    """``(name, count line)`` for each list, tuple, set or dict literal assigned (or added) to a name."""
-    bodies: list[tuple[str, list[ast.stmt]]] = [("", tree.body)]
-    bodies += [(f"{n.name}.", n.body) for n in tree.body if isinstance(n, ast.ClassDef)]
-    for owner, body in bodies:
+    """``(name, count line)`` for each list, tuple, set or dict literal assigned (or added) to a name: at
+    the top level, in a class, and (of `LOCAL_ITEMS` or more) in a function, under the function's name
+    ("the list in check_if_sqlitedotcommand")."""
+    bodies: list[tuple[str, str, list[ast.stmt]]] = [("", "", tree.body)]
+    bodies += [("", f"{n.name}.", n.body) for n in tree.body if isinstance(n, ast.ClassDef)]
+    for function in _functions(tree):
+        inner = [n for n in ast.walk(function) if isinstance(n, ast.stmt) and n is not function]
+        bodies.append((function.name, "", inner))
+    for local, owner, body in bodies:
         for node in body:
             if isinstance(node, ast.Assign):
                 targets, value, verb = node.targets, node.value, "="
@@ -169,15 +178,17 @@ def _collections(tree: ast.Module) -> Iterator[tuple[str, str]]:
                 continue
             kind = _KINDS.get(type(value))
             items = value.keys if isinstance(value, ast.Dict) else getattr(value, "elts", [])
-            if kind is None or not items:  # `found = []` starts a collection; it lists nothing
+            # `found = []` starts a collection: it lists nothing.
+            if kind is None or not items or (local and len(items) < LOCAL_ITEMS):
                 continue
             shown = [_item(item) for item in items]
             noun = "keys" if kind == "dict" else "items"
+            at = f"line {node.lineno}, in {_name(local)}" if local else f"line {node.lineno}"
             for target in targets:
                 if isinstance(target, ast.Name):
                     name = owner + target.id
-                    what = f"{_name(name)} {verb} a {kind} of {len(items)} {noun} (line {node.lineno})"
-                    yield target.id, what + (f": {_some(shown)}" if shown else "")
+                    what = f"{_name(name)} {verb} a {kind} of {len(items)} {noun} ({at})"
+                    yield local or target.id, what + (f": {_some(shown)}" if shown else "")
 
 
 def _item(node: ast.expr | None) -> str:
