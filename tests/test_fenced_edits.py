@@ -338,3 +338,39 @@ def test_a_script_opening_a_file_the_tools_may_not_read_edits_nothing(workspace:
         assert (workspace.parent / "outside.py").read_text() == APP
         assert "PORT = 8080" in (workspace / ".env").read_text()
     assert (workspace / "app.py").read_text() == APP
+
+
+BEFORE_AFTER = (
+    "To change the port in app.py, edit the file. If the line is:\n```python\nPORT = 8080\n```\n"
+    "Change it to:\n```python\nPORT = 9090\n```\nSave the file."
+)
+
+
+def test_a_line_told_as_it_is_and_as_it_should_be_in_two_fences_is_made(workspace: Path) -> None:
+    agent = run(workspace, BEFORE_AFTER, "Done.")
+    assert (workspace / "app.py").read_text() == APP.replace("8080", "9090")
+    assert agent.replies[-1].steps[0].calls[0].arguments["find"] == "PORT = 8080"
+
+
+@pytest.mark.parametrize(
+    ("bodies", "pairs"),
+    [
+        (["PORT = 8080\n", "PORT = 9090\n"], [("PORT = 8080", "PORT = 9090")]),
+        (["x = 1\n", "PORT = 8080\n", "PORT = 9090\n"], [("PORT = 8080", "PORT = 9090")]),
+        (["PORT = 8080\n", "PORT = 8080\n"], []),  # the same twice
+        (["PORT = 8080\n", "print(serve())\n"], []),  # a second snippet, not the first changed
+        (["".join(f"x{k} = {k}\n" for k in range(9)), "".join(f"x{k} = {k + 1}\n" for k in range(9))], []),
+    ],
+)
+def test_what_counts_as_a_before_and_after_pair_of_fences(
+    bodies: list[str], pairs: list[tuple[str, str]]
+) -> None:
+    assert fenced_edits.before_and_after(bodies) == pairs
+
+
+def test_a_before_and_after_pair_whose_first_is_not_once_in_one_file_is_not_made(workspace: Path) -> None:
+    (workspace / "copy.py").write_text("PORT = 8080\n")
+    agent = run(workspace, BEFORE_AFTER.replace("app.py", "app.py or copy.py"), "Done.")
+    assert (workspace / "app.py").read_text() == APP
+    assert (workspace / "copy.py").read_text() == "PORT = 8080\n"
+    assert not agent.replies[-1].steps[0].calls

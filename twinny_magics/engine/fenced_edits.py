@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -275,7 +276,8 @@ async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal
     (see :func:`described`) whose old text is once in exactly one of them — what the model said it
     changes, where a fence beside it may also rewrite lines nobody asked about — else the change its
     fences show; None when there is none, or when two files fit equally well."""
-    bodies, pairs = fences(text), described(text)
+    bodies = fences(text)
+    pairs = [*described(text), *before_and_after(bodies)]
     if not (bodies or pairs) or not isinstance(tools, ReadsCitedLines):
         return None
     read: list[tuple[str, list[str]]] = []
@@ -367,6 +369,26 @@ def described(text: str) -> list[tuple[str, str]]:
             out.append((old, new))
         if len(out) == MAX_FENCES:
             break
+    return out
+
+
+#: Lines of a fence that may be the "before" or the "after" of a pair (a line or a few, not a file).
+PAIR_LINES = 6
+
+
+def before_and_after(bodies: Sequence[str]) -> list[tuple[str, str]]:
+    """The replacements told as two fences in a row, the lines as they are and as they should be ("if the
+    line is: ```max_len_prompt = 45``` change it to: ```max_len_prompt = 60```"): each pair of
+    consecutive short fences (:data:`PAIR_LINES` lines at most) whose second reads as the first changed.
+    Like a replacement told in inline code, it is made only where the first is once in one file."""
+    out: list[tuple[str, str]] = []
+    for first, second in itertools.pairwise(bodies):
+        old, new = first.strip(), second.strip()
+        lines = max(len(old.splitlines()), len(new.splitlines()))
+        if old == new or len(old) < 3 or lines > PAIR_LINES or (old, new) in out:
+            continue
+        if _alike(old, new):
+            out.append((old, new))
     return out
 
 
