@@ -212,3 +212,25 @@ def test_a_question_for_a_messages_words_gets_the_string_not_the_docstrings(app:
         == 0
     )
     assert message_bonus(question, None, 'e = "open the audit log"', {"audit", "open"}) > 0
+
+
+def test_a_long_named_functions_body_past_its_first_chunk_comes_next(app: Path) -> None:
+    (app / "tinyapp" / "runner.py").write_text(
+        "def run(execute=None, csv=False, table=False):\n"
+        '    """Run the app."""\n'
+        + "".join(f"    s{k} = {k}\n" for k in range(40))
+        + "    if execute:\n"
+        + "        if csv:\n            fmt = 'csv'\n        elif not table:\n            fmt = 'tsv'\n"
+        + "        return fmt\n\n\n"
+        + "".join(
+            f"def helper_{k}(execute, fmt):\n    # the output format for execute: csv or table\n"
+            f"    return execute, fmt  # output format {k}\n\n\n"
+            for k in range(6)
+        )
+    )
+    question = (
+        "In tinyapp/runner.py, which output format does run() set for execute when neither csv nor table?"
+    )
+    rows = [(path, text) for path, chunk in evidence(app, question) for _, text in chunk]
+    assert rows[0] == ("tinyapp/runner.py", "def run(execute=None, csv=False, table=False):")
+    assert ("tinyapp/runner.py", "            fmt = 'tsv'") in rows

@@ -162,7 +162,9 @@ def named_bonus(named: Named, path: str, lines: Sequence[str], enclosing: str | 
             continue
         defines = defines or defining_line(lines, last) is not None
     if in_file:
-        return NAMED_BONUS + NAMED_FILE_BONUS if defines else NAMED_USE_BONUS if uses else 3.0
+        # A chunk inside a named definition (its body goes on past the def's chunk) is as good as a use.
+        inside = enclosing is not None and any(chain[-1] == enclosing for chain in named.names)
+        return NAMED_BONUS + NAMED_FILE_BONUS if defines else NAMED_USE_BONUS if uses or inside else 3.0
     if defines:
         return NAMED_ELSEWHERE_BONUS if named.paths else NAMED_BONUS
     return 0.0

@@ -376,36 +376,25 @@ class SearchIndex:
         rows = db.execute(select, (match_query(terms), max(n * 6, 24))).fetchall()
         # A definition the question names (``X in a/b.py``, ``X.y``) is looked for by its own words too:
         # a method or a constant is not among a file's chunk names, and a plain-word query may miss it.
-        by_name: set[tuple[object, object]] = set()  # found by a named query: not held to PER_FILE as found
         extras = named_queries(named) if named else []
         if named is not None and not named and (in_path := path_query(named, terms)):
             extras.append(in_path)  # a file named, no definition: that file's chunks with the words
         for extra in extras:
             found = db.execute(select, (extra, _NAMED_ROWS)).fetchall()
             seen = {(row[0], row[1]) for row in rows}
-            by_name.update((row[0], row[1]) for row in found)
             rows += [row for row in found if (row[0], row[1]) not in seen]
         ranked: list[_Candidate] = []
-        per_file: dict[str, int] = {}
         wanted = set(terms)
         outlines: dict[str, tuple[Definition, ...]] = {}
-        no_tests, boosted = excludes_tests(written), False
+        no_tests = excludes_tests(written)
+        # Every row is scored before PER_FILE holds: a file's third chunk by BM25 may be what is asked
+        # (the named function's body past its def, the message, the setting) once its bonus is added.
         for path, start, end, body, rank in rows:
-            # Found by a named query, or holding the lines the question asks of a named definition.
-            named_row = (path, start) in by_name or (
-                focus is not None and focus.search(str(body)) is not None
-            )
             if not isinstance(path, str) or not self._visible(path) or (no_tests and TEST_PATH.search(path)):
-                continue
-            # A setting's file, the message asked for: held to PER_FILE once scored, as named rows are.
-            plain = setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
-            named_row, boosted = named_row or plain > 0, boosted or plain > 0
-            if not named_row and per_file.get(path, 0) >= PER_FILE:
                 continue
             if (bounds := _bounds(start, end)) is None:
                 continue
-            if not named_row:
-                per_file[path] = per_file.get(path, 0) + 1
+            plain = setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
             first, last = bounds
             if path not in outlines:  # one read of a file's outline, however many of its chunks match
                 outlines[path] = _file_definitions(db, path)
@@ -435,9 +424,8 @@ class SearchIndex:
                 score += NAMED_PATH_BONUS
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
-        if by_name or focus is not None or boosted:  # rows not held to PER_FILE as they came: the best are
-            kept: dict[str, int] = {}
-            ranked = [c for c in ranked if kept.setdefault(c.path, 0) < PER_FILE and _count(kept, c.path)]
+        kept: dict[str, int] = {}
+        ranked = [c for c in ranked if kept.setdefault(c.path, 0) < PER_FILE and _count(kept, c.path)]
         if named and ranked:
             # A second look, from what the best chunk says of a named name: the value it is set to comes
             # next (it is the answer's subject), a base class after the next best (it is context).
