@@ -12,7 +12,13 @@ import pytest
 
 from twinny_magics.naming import named_by_words, named_in
 from twinny_magics.tools import Workspace
-from twinny_magics.tools.search_focus import excludes_tests, message_bonus, setting_bonus, written_as
+from twinny_magics.tools.search_focus import (
+    excludes_tests,
+    message_bonus,
+    option_bonus,
+    setting_bonus,
+    written_as,
+)
 
 EVIDENCE_CHARS = 2027  # the head start's share of a 4,096-token window
 
@@ -234,3 +240,37 @@ def test_a_long_named_functions_body_past_its_first_chunk_comes_next(app: Path) 
     rows = [(path, text) for path, chunk in evidence(app, question) for _, text in chunk]
     assert rows[0] == ("tinyapp/runner.py", "def run(execute=None, csv=False, table=False):")
     assert ("tinyapp/runner.py", "            fmt = 'tsv'") in rows
+
+
+def test_a_named_options_declaration_comes_first_and_what_its_default_calls_next(app: Path) -> None:
+    (app / "tinyapp" / "paths.py").write_text(
+        "import os\n\n\ndef home_dir():\n    return os.path.expanduser('~/.config/tinyapp/')\n"
+    )
+    (app / "tinyapp" / "command.py").write_text(
+        "import click\n\nfrom .paths import home_dir\n\n\n"
+        + "".join(
+            f'@click.option("--flag-{k}", is_flag=True, help="Flag {k} of the cli.")\n' for k in range(30)
+        )
+        + '@click.option(\n    "--config",\n    default=home_dir() + "config",\n'
+        + '    help="The config file.",\n)\n'
+        + "".join(f'@click.option("--more-{k}", is_flag=True, help="More {k}.")\n' for k in range(6))
+        + "def cli(config, **flags):\n    '''The cli: reads the config file by default.'''\n"
+        + "".join(
+            f"    option_{k} = flags.get('flag_{k}')  # the default config option {k}\n" for k in range(12)
+        )
+    )
+    tests = app / "tests"
+    tests.mkdir()
+    (tests / "test_cli.py").write_text(
+        'ARGS = ["--config", "tests/config", "db"]  # the config file option, default path\n\n\n'
+        "def test_cli_default_config():\n    assert ARGS  # the cli's config option default\n"
+    )
+    question = "Which file does the cli's --config option default to? Give the path."
+    chunks = evidence(app, question)
+    assert chunks[0][0] == "tinyapp/command.py"
+    assert any(text == '    "--config",' for _, text in chunks[0][1])
+    assert chunks[1][0] == "tinyapp/paths.py"
+    assert option_bonus(question, '@click.option(\n    "--config",\n    default=None)') > 0
+    assert option_bonus(question, 'parser.add_argument("-c", "--config", default="x")') > 0
+    assert option_bonus(question, 'ARGS = ["--config", "tests/config"]') == 0  # passed, not declared
+    assert option_bonus("Which file does the config option default to?", '@click.option("--config")') == 0

@@ -10,6 +10,7 @@ measured on the development tasks (``benchmarks/bench_ranking.py``; see docs/per
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from twinny_magics.naming import Named
 from twinny_magics.retrieval import Chunk
@@ -70,6 +71,9 @@ FOCUS_BEFORE = 4
 def focus_of(words: str, terms: list[str], named: Named) -> re.Pattern[str] | None:
     """The lines a chunk of a named definition should hold to come first: a raise or a warning when the
     question asks what is raised, a parameter's default (``hinge=1.5``) when it asks for a default."""
+    options = sorted(set(_OPTION.findall(words)))
+    if options and _ASKS_DEFAULT.search(words):  # "the --liteclirc option's default": its declaration
+        return _declares(options)
     if not named:
         return None
     if _ASKS_RAISE.search(words):
@@ -154,3 +158,70 @@ def message_bonus(question: str, named: Named | None, body: str, terms: set[str]
 def excludes_tests(question: str) -> bool:
     """Whether a question leaves the tests out ("not its tests", "excluding the tests")."""
     return _NOT_TESTS.search(question) is not None
+
+
+#: A command-line option a question names (``--liteclirc``, ``--max-warnings``).
+_OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
+#: What a chunk that declares an option the question names gains (its default, help and type are there):
+#: as much as a chunk that defines a name the question names.
+OPTION_BONUS = 30.0
+
+
+def _declares(options: list[str]) -> re.Pattern[str]:
+    """A line that declares one of ``options`` as a quoted string (``"--liteclirc",``, ``'-c, --config'``)."""
+    said = "|".join(re.escape(o) for o in options)
+    return re.compile(rf"[\"'](?:-\w,\s*)?(?:{said})[\"'=\s,]")
+
+
+def option_bonus(question: str, body: str) -> float:
+    """What a chunk gains for declaring a command-line option the question names ("which file does the
+    --liteclirc option default to": ``@click.option("--liteclirc", default=…)``, ``add_argument("-c",
+    "--config", …)``); a test's argv that passes it declares nothing."""
+    options = sorted(set(_OPTION.findall(question)))
+    if not options:
+        return 0.0
+    said = "|".join(re.escape(o) for o in options)
+    declared = rf"(?:option|argument)\(\s*(?:[\"'][^\"'\n]*[\"'],\s*)*[\"'](?:-\w,\s*)?(?:{said})[\"'=\s,]"
+    return OPTION_BONUS if re.search(declared, body) else 0.0
+
+
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
+#: Lines read for calls from the focus line on (an option's declaration spans a few).
+CALLED_LINES = 4
+
+
+def called_near(focus: re.Pattern[str], lines: Sequence[str]) -> list[str]:
+    """The functions called on the first line ``focus`` finds and the few after it (what an option's
+    default calls: ``default=config_location() + "config"``), for a second look at their definitions."""
+    at = next((k for k, line in enumerate(lines) if focus.search(line)), None)
+    if at is None:
+        return []
+    names = [m.group(1) for line in lines[at : at + CALLED_LINES] for m in _CALL.finditer(line)]
+    return [name for name in dict.fromkeys(names) if name not in _NOT_CALLS][:3]
+
+
+#: Calls that are Python's own, never a workspace definition worth a second look.
+_NOT_CALLS = frozenset(
+    {
+        "if",
+        "for",
+        "while",
+        "return",
+        "print",
+        "str",
+        "int",
+        "len",
+        "dict",
+        "list",
+        "set",
+        "tuple",
+        "open",
+        "isinstance",
+        "super",
+        "type",
+        "range",
+        "format",
+        "repr",
+        "bool",
+    }
+)

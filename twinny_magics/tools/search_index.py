@@ -70,11 +70,13 @@ from twinny_magics.tools.search_focus import (
     TEST_PATH,
     TESTS_BONUS,
     assigned_focus,
+    called_near,
     excludes_tests,
     focus_of,
     from_focus,
     message_bonus,
     named_uses,
+    option_bonus,
     setting_bonus,
     written_as,
 )
@@ -395,6 +397,7 @@ class SearchIndex:
             if (bounds := _bounds(start, end)) is None:
                 continue
             plain = setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
+            plain += option_bonus(written, str(body))
             first, last = bounds
             if path not in outlines:  # one read of a file's outline, however many of its chunks match
                 outlines[path] = _file_definitions(db, path)
@@ -434,6 +437,14 @@ class SearchIndex:
                 hop = self._hop(db, names, {(c.path, c.first) for c in ranked[: n + 1]})
                 if hop is not None:
                     ranked.insert(at, hop)
+        if focus is not None and ranked:  # what the line asked about calls (``default=config_location()``)
+            best = {(ranked[0].path, ranked[0].first)}
+            if (hop := self._hop(db, called_near(focus, ranked[0].body.splitlines()), best)) is not None:
+                ranked = [
+                    ranked[0],
+                    hop,
+                    *[c for c in ranked[1:] if (c.path, c.first) != (hop.path, hop.first)],
+                ]
         return self._hand_out(db, ranked, n)
 
     def _hop(
