@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "usage",
         "contracts",
         "notes",
+        "unanswered",
         "modes",
         "protocol/",
         "options",

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from twinny_magics.agent import Agent
-from twinny_magics.notes import (
+from twinny_magics.servers.scripted import ScriptedServer
+from twinny_magics.unanswered import (
     announces_a_plan,
     copies_the_loop,
     counts_nothing,
@@ -17,7 +18,6 @@ from twinny_magics.notes import (
     promises_a_result,
     tells_how_not_what,
 )
-from twinny_magics.servers.scripted import ScriptedServer
 
 GREP = '```tool\n{"name": "grep", "arguments": {"pattern": "PORT"}}\n```'
 

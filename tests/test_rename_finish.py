@@ -10,8 +10,8 @@ import pytest
 
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
-from twinny_magics.notes import asks_every_use
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
+from twinny_magics.unanswered import asks_every_use
 
 SOURCE = "def head_tail(v):\n    return v\n\n\nx = head_tail([1])\n"
 RENAME_DEF = ToolCall(
@@ -91,3 +91,41 @@ def test_a_change_that_asks_for_one_place_is_not_sent_back(workspace: Path) -> N
 )
 def test_what_asks_for_every_use_changed(question: str, every: bool) -> None:
     assert asks_every_use(question) is every
+
+
+CONF = "[main]\nmulti_line = False\ndestructive_warning = True\n"
+TWO = "In conf.ini, turn multi_line on (True) and destructive_warning off (False)."
+FIRST = ToolCall(
+    "edit_file", {"path": "conf.ini", "find": "multi_line = False", "replace": "multi_line = True"}
+)
+SECOND = ToolCall(
+    "edit_file",
+    {"path": "conf.ini", "find": "destructive_warning = True", "replace": "destructive_warning = False"},
+)
+
+
+def test_a_request_naming_two_settings_answered_with_one_changed_goes_back_once(workspace: Path) -> None:
+    (workspace / "conf.ini").write_text(CONF)
+    agent, server = run(workspace, TWO, Scripted("", (FIRST,)), "Done.", Scripted("", (SECOND,)), "Both set.")
+    reply = agent.replies[-1]
+    assert reply.text == "Both set."
+    assert reply.steps[1].problems == ["answered with a named part of the request unchanged: told which"]
+    told = server.requests[2].messages[-1]["content"]
+    assert "the request also names destructive_warning, which none of your edits changed" in told
+    assert (workspace / "conf.ini").read_text() == "[main]\nmulti_line = True\ndestructive_warning = False\n"
+    # Once: a second such answer is the answer; all of them touched: none goes back.
+    (workspace / "conf.ini").write_text(CONF)
+    agent, server = run(workspace, TWO, Scripted("", (FIRST,)), "Done.", "Done, really.")
+    assert agent.replies[-1].text == "Done, really."
+    assert len(server.requests) == 3
+    (workspace / "conf.ini").write_text(CONF)
+    agent, server = run(workspace, TWO, Scripted("", (FIRST,)), Scripted("", (SECOND,)), "Both set.")
+    assert agent.replies[-1].text == "Both set."
+    assert len(server.requests) == 3
+
+
+def test_a_request_naming_one_thing_or_no_edit_made_is_not_sent_back(workspace: Path) -> None:
+    (workspace / "conf.ini").write_text(CONF)
+    agent, server = run(workspace, "In conf.ini, turn multi_line on.", Scripted("", (FIRST,)), "Done.")
+    assert agent.replies[-1].text == "Done."
+    assert len(server.requests) == 2

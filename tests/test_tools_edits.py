@@ -295,7 +295,9 @@ async def test_a_rename_says_where_the_old_name_is_still_used(tmp_path: Path) ->
     assert not out.is_error
     assert out.text.startswith(
         "Applied the edit to m.py. (head_tail is still on lines 2, 5 of this file: if each use should "
-        "change too, edit those as well)\n"
+        "change too, edit those as well, starting with line 2: "
+        '{"name": "edit_file", "arguments": {"path": "m.py", "find": "return head_tail(v[1:]) if v else v", '
+        '"replace": "return _head_tail(v[1:]) if v else v"}})\n'
     )
     out = await call(ws, "edit_file", path="m.py", find="LIMIT = 1.5", replace="LIMIT = 3.0")
     assert out.text.startswith("Applied the edit to m.py.\n")
@@ -319,6 +321,8 @@ async def test_a_rename_says_where_the_old_name_is_still_used(tmp_path: Path) ->
         ),
         ("a = old_name", "a = 2", "a = 2\nold_name\n", ""),  # nothing new came: a removal, not a rename
         ("k = 128", "k = 256", "k = 256\nk = 128\n", ""),  # numbers are not names
+        ("multi_line = False", "multi_line = True", "multi_line = True\nwarn = False\n", ""),  # a value
+        ("x = None", "x = default_x", "x = default_x\ny = None\n", ""),  # a keyword is no name
     ],
 )
 def test_what_a_rename_leaves_is_named(find: str, replace: str, after: str, note: str) -> None:

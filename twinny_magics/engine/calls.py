@@ -50,6 +50,8 @@ class Calls:
     settled: bool = False
     #: What the latest edit said it left undone ('' for nothing): a renamed name still used (`Unfinished`).
     unfinished: str = ""
+    #: The arguments (as JSON) of each edit made or proposed without an error, in order.
+    edits: list[str] = field(default_factory=list)
 
     async def run(
         self, record: Step, text: str, parsed: list[ToolCall], plan: ContextPlan, before: list[Message]
@@ -145,6 +147,7 @@ class Calls:
         if effects.edits and not outcome.is_error:
             self.edited = True
             self.unfinished = outcome.unfinished if isinstance(outcome, Unfinished) else ""
+            self.edits.append(call.arguments_json())
         self.tell.emit(CallFinished(result.step, key, result, outcome.pending))
         if outcome.pending is not None:
             # An edit waiting for review settles the reply: the next request is the last.

@@ -33,14 +33,11 @@ from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
     IMITATED_RESULT_NOTICE,
     NO_ANSWER,
-    asks_every_use,
     edit_first_prompt,
-    finish_prompt,
     imitated_result_prompt,
     look_first_prompt,
     looks_like_a_call,
     no_answer_summary,
-    not_done,
     notes_messages,
     nothing_found,
     with_closing_prompt,
@@ -48,6 +45,7 @@ from twinny_magics.notes import (
 from twinny_magics.protocol.results import Imitation, imitated_results
 from twinny_magics.redact import mask_value
 from twinny_magics.retrieval import HEAD_START_LEAD, HEAD_START_TOOL
+from twinny_magics.unanswered import not_done, unfinished_edit
 from twinny_magics.window_warning import small_window_warning
 
 from .calls import Calls, offers_the_nudged_edit
@@ -468,7 +466,7 @@ class Run:
     def _nudge_to_act(self, text: str) -> tuple[str, str] | None:
         """An answer to a workspace question that only announces a plan ("I'll read the notebook…", before
         any tool ran), shows code and says what it would return with no value, or gives no number to a
-        how-many question: sent back once (the problem and the nudge; `notes.not_done`)."""
+        how-many question: sent back once (the problem and the nudge; `unanswered.not_done`)."""
         if self.acted or not self.question.about_workspace:
             return None
         said = not_done(self.question.text, text, ran=bool(self.calls.ran), mode=self.offer.mode)
@@ -509,15 +507,13 @@ class Run:
         return problem, edit_first_prompt(self.offer.mode)
 
     def _nudge_to_finish(self) -> tuple[str, str] | None:
-        """An answer to a request to change every use (a rename), given while the latest edit says the old
-        name is still used: sent back once to edit those uses."""
-        if self.finish_nudged or not self.calls.unfinished or not self.question.asks_change:
+        """An answer to a request for changes that the edits left part of (a rename's old name still used,
+        a setting the request names untouched): sent back once to finish (`unanswered.unfinished_edit`)."""
+        if self.finish_nudged or not self.calls.edited or not self.question.asks_change:
             return None
-        if not asks_every_use(self.question.text):
-            return None
-        self.finish_nudged = True
-        problem = "answered with a rename half made: told where the old name is still used"
-        return problem, finish_prompt(self.calls.unfinished)
+        said = unfinished_edit(self.question.text, self.calls.unfinished, self.calls.edits)
+        self.finish_nudged = said is not None
+        return said
 
     def _count_unusable(self, unusable: bool) -> None:
         """Count steps that achieved nothing; enough in a row and the next request is the last."""

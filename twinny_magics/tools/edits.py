@@ -367,7 +367,7 @@ def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, rep
     seen = shown_text(content)
     start, end, replacement, note = match(target.rel, seen, find, replace)
     # The file as the tools show it after the edit (masking keeps every line where it is).
-    left = still_there(find, replacement, seen[:start] + replacement + seen[end:])
+    left = still_there(find, replacement, seen[:start] + replacement + seen[end:], target.rel)
     if seen != content:
         span = in_file(own_text(content, seen), start, end)
         if span is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import keyword
 import re
 
 from twinny_magics.errors import WorkspaceError
@@ -66,16 +67,26 @@ _NAME = re.compile(r"\b[A-Za-z_]\w{2,}\b")
 LEFT_LINES = 6
 
 
-def still_there(find: str, replace: str, after: str) -> str:
+#: Words an edit may take out without renaming anything: a value's (``False`` for ``True``), a keyword's.
+_NOT_NAMES = frozenset(keyword.kwlist) | {"true", "false", "null", "none", "yes"}
+
+
+def _names(text: str) -> set[str]:
+    return {name for name in _NAME.findall(text) if name not in _NOT_NAMES}
+
+
+def still_there(find: str, replace: str, after: str, rel: str = "") -> str:
     """A note on the names the edit took out (words of ``find`` that ``replace`` no longer has, while it
     brings a new one: a rename) that ``after`` (the file as the tools show it, after the edit) still
     has, with their lines: a small model renames a function's definition and stops, its calls left.
-    '' when there are none."""
-    gone = set(_NAME.findall(find)) - set(_NAME.findall(replace))
-    if not gone or not set(_NAME.findall(replace)) - set(_NAME.findall(find)):
+    With the file's path ``rel`` and one name for one, the ready call that renames the first use left
+    (its whole line, when that line is once in the file). '' when there are none."""
+    gone, brought = _names(find) - _names(replace), _names(replace) - _names(find)
+    if not gone or not brought:
         return ""
     notes = []
     rows = after.split("\n")
+    first = ""
     for name in sorted(gone)[:3]:
         word = re.compile(rf"\b{name}\b")
         lines = [n for n, line in enumerate(rows, 1) if word.search(line)]
@@ -83,9 +94,22 @@ def still_there(find: str, replace: str, after: str) -> str:
             shown = ", ".join(map(str, lines[:LEFT_LINES])) + (", …" if len(lines) > LEFT_LINES else "")
             where = "line" if len(lines) == 1 else "lines"
             notes.append(f"{name} is still on {where} {shown}")
+            one = next(iter(brought)) if len(gone) == 1 and len(brought) == 1 else ""
+            first = first or _next_rename(rel, rows, lines[0], name, one)
     if not notes:
         return ""
-    return f"{'; '.join(notes)} of this file: if each use should change too, edit those as well"
+    return f"{'; '.join(notes)} of this file: if each use should change too, edit those as well{first}"
+
+
+def _next_rename(rel: str, rows: list[str], number: int, old: str, new: str) -> str:
+    """The call that renames ``old`` to ``new`` on line ``number`` (the whole line, once in the file)."""
+    line = rows[number - 1].strip()
+    if not rel or not new or len(line) > 300 or sum(row.strip() == line for row in rows) != 1:
+        return ""
+    call = call_text(
+        "edit_file", {"path": rel, "find": line, "replace": re.sub(rf"\b{re.escape(old)}\b", new, line)}
+    )
+    return f", starting with line {number}: {call}"
 
 
 def _one_by_one(rel: str, text: str, find: str, replace: str, number: int) -> str:
