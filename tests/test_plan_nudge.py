@@ -245,6 +245,9 @@ PARROT = (
             True,
         ),
         ("Found by the loop before your first step (not by you): the parts of files.", True),
+        ("The loop found in the workspace for this question.", True),
+        ("The loop found in the workspace for this question: 8080.", False),  # a value of its own
+        ("The loop found in the workspace that PORT is 8080.", False),
         ("The port is 8080, set on line 1 of app.py (PORT = 8080), which the server reads at start.", False),
         # A phrase of the loop's words beside an answer of its own is an answer.
         ("The best matches for the question's words show it: PORT is 8080 in app.py.", False),

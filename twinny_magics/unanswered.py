@@ -160,6 +160,8 @@ _RUN = 6
 #: At most this many words of a reply's own beside at least `_COPIED` of the loop's: it answered nothing.
 _OWN_WORDS = 12
 _COPIED = 10
+#: A reply of one passage of the loop's words and at most this many of its own answered nothing either.
+_NEXT_TO_NOTHING = 2
 
 
 def _plain_words(text: str) -> list[str]:
@@ -201,6 +203,10 @@ def copies_the_loop(answer: str) -> bool:
         if tuple(words[k : k + _RUN]) in _LOOP_RUNS:
             copied.update(range(k, k + _RUN))
     own = len(words) - len(copied)
+    if own <= _NEXT_TO_NOTHING:  # "The loop found in the workspace for this question." and no more
+        return bool(copied) and not any(
+            c.isdigit() for k, w in enumerate(words) if k not in copied for c in w
+        )
     return len(copied) >= _COPIED and own <= _OWN_WORDS and own <= len(copied)
 
 
