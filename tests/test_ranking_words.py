@@ -218,6 +218,10 @@ def test_a_question_for_a_messages_words_gets_the_string_not_the_docstrings(app:
         == 0
     )
     assert message_bonus(question, None, 'e = "open the audit log"', {"audit", "open"}) > 0
+    # An option's help describes it; the program never says it.
+    assert (
+        message_bonus(question, None, 'option("--audit", help="open the audit log")', {"audit", "open"}) == 0
+    )
 
 
 def test_a_long_named_functions_body_past_its_first_chunk_comes_next(app: Path) -> None:

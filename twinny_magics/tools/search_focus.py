@@ -136,6 +136,9 @@ def setting_bonus(question: str, named: Named | None, path: str) -> float:
 _ASKS_MESSAGE = re.compile(r"\b(?:messages?|warnings?|quote|exact(?:ly)?|wording)\b", re.IGNORECASE)
 #: A one-line string literal (not a docstring's quotes) of eight characters or more.
 _LITERAL = re.compile(r"(?<![\w\\])([\"'])((?:(?!\1)[^\\\n]|\\.){8,})\1")
+#: A string that is an option's or a command's description (``help="Warn before running a destructive
+#: query."``), which the program never says when it runs.
+_DESCRIBES = re.compile(r"\b(?:help|description|metavar|epilog|usage)\s*=\s*[\w.]*\(?\s*$")
 #: What a chunk with a string that has two of the question's words or more gains for such a question.
 MESSAGE_BONUS = 8.0
 
@@ -149,6 +152,8 @@ def message_bonus(question: str, named: Named | None, body: str, terms: set[str]
         if '"""' in line or "'''" in line:
             continue
         for literal in _LITERAL.finditer(line):
+            if _DESCRIBES.search(line[: literal.start()]):  # an option's help describes it: no message
+                continue
             words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", literal.group(2))}
             if len(words & terms) >= 2:
                 return MESSAGE_BONUS
