@@ -289,6 +289,15 @@ async def proposal(text: str, context: Sequence[str], tools: object) -> Proposal
         where = [path for path, lines in read if "\n".join(lines).count(old) == 1]
         if len(where) == 1:
             return Proposal(where[0], old, new, 0)
+    asked = [(path, lines) for path, lines in read if path in named_paths(context[:1])]
+    if (
+        pairs
+        and len(asked) == 1
+        and not any(old in "\n".join(lines) for _, lines in read for old, _ in pairs)
+    ):
+        # In no file as written, and the question names one file: the edit tool matches it loosely or
+        # says where the closest lines are (``self.max_len_prompt = 45`` for ``max_len_prompt = 45``).
+        return Proposal(asked[0][0], pairs[0][0], pairs[0][1], 0)
     # A script's replace names its file by what it opens: the edit tool matches its old text (loosely,
     # as for a call: the script's 'hinge = 1.5' finds hinge=1.5) or says where the closest lines are.
     for opened, old, new in scripted(text):
