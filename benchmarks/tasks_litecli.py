@@ -25,10 +25,12 @@ from tasks_common import (
     Sdist,
     Source,
     Task,
+    Where,
     check_unique,
     count_task,
     edit_task,
     line_task,
+    located,
     name_term,
     number_term,
     regex_term,
@@ -677,4 +679,72 @@ def build_tasks(root: Path) -> list[Task]:
         )
     )
     check_unique(tasks)
-    return tasks
+    return located(tasks, WHERE)
+
+
+_MAIN, _RC, _PARSEUTILS = "litecli/main.py", "litecli/liteclirc", "litecli/packages/parseutils.py"
+_UTILS = "litecli/packages/special/utils.py"
+#: Where each answer stands (the lines it rests on, the notebook as its cell view), by task; line and edit
+#: tasks carry their own. Every task has one: none is without a line holding its answer.
+WHERE: dict[str, list[Where]] = {
+    "locate-SQLExecute": [Where("litecli/sqlexecute.py", "class SQLExecute")],
+    "locate-FavoriteQueries": [Where("litecli/packages/special/favoritequeries.py", "class FavoriteQueries")],
+    "locate-is_destructive": [Where(_PARSEUTILS, "def is_destructive(")],
+    "value-table_format": [Where(_RC, "table_format = ascii")],
+    "value-key_bindings": [Where(_RC, "key_bindings = emacs")],
+    "value-max_len_prompt": [Where(_MAIN, "    max_len_prompt = ")],
+    "value-requires-python": [Where("pyproject.toml", 'requires-python = ">=3.7"')],
+    "count-cli-options": [Where(_MAIN, r"^@click\.option\(", every=True, regex=True)],
+    "count-registered-commands": [
+        Where(_MAIN, r"special\.register_special_command\(", every=True, regex=True)
+    ],
+    "cross-confirm-importers": [
+        Where(_MAIN, "import confirm, confirm_destructive_query"),
+        Where("litecli/packages/special/iocommands.py", "import confirm_destructive_query"),
+    ],
+    "cross-main-config-imports": [
+        Where(_MAIN, "from .config import config_location, ensure_dir_exists, get_config")
+    ],
+    "cross-tests-extract_tables": [
+        Where("tests/test_parseutils.py", "from litecli.packages.parseutils import (", until="extract_tables")
+    ],
+    "grep-destructive-keywords": [Where(_PARSEUTILS, 'keywords = ("drop", "shutdown", "delete"')],
+    "grep-load-exception": [
+        Where("litecli/packages/special/dbcommands.py", 'raise TypeError(".load accepts exactly one path")')
+    ],
+    "grep-log-fallback": [Where(_MAIN, 'log_file = "/tmp/litecli.log"')],
+    "nb-slow-threshold": [Where(NOTEBOOK, "SLOW_QUERY_SECONDS = 90")],
+    "nb-select-duration": [Where(NOTEBOOK, "'select * from orders': '1 hour 2 min 5 sec'")],
+    "nb-known-commands": [Where(NOTEBOOK, "# out: ['.tables'")],
+    # The --execute branch: its `elif not table:` (the first of two) through the tsv it sets.
+    "big-execute-format": [Where(_MAIN, "elif not table:", until='format_name = "tsv"')],
+    "big-keyword-casing": [Where("litecli/sqlcompleter.py", 'keyword_casing="auto"):')],
+    "big-completion-reset": [Where(_MAIN, r'if first_token.lower() in ("use", "\\u"):')],
+    "hop-liteclirc-default": [
+        Where(_MAIN, 'default=config_location() + "config"'),
+        Where("litecli/config.py", 'return expanduser("~/.config/litecli/")'),
+    ],
+    "hop-decorator-file": [
+        Where("litecli/packages/special/dbcommands.py", "from .main import special_command"),
+        Where("litecli/packages/special/main.py", "def special_command("),
+    ],
+    "hop-notebook-import": [
+        Where(NOTEBOOK, "from litecli.packages.special.utils import"),
+        Where(_UTILS, "def format_uptime("),
+    ],
+    "exact-execute-help": [Where(_MAIN, 'help="Execute command and quit."')],
+    "exact-audit-message": [
+        Where(_MAIN, "Unable to open the audit log file. Your queries will not be logged.")
+    ],
+    "exact-destructive-prompt": [
+        Where("litecli/packages/prompt_utils.py", "You're about to run a destructive command.")
+    ],
+    # The counts: every line holding one of the things counted (as the task counts them).
+    "fcount-dot-commands": [Where(_UTILS, r'^\s+"\.\w+",\s*$', every=True, regex=True)],
+    "fcount-parseutils-functions": [Where(_PARSEUTILS, r"^def ", every=True, regex=True)],
+    "fcount-colors": [
+        Where(_RC, "completion-menu.completion.current =", until="bottom-toolbar.transaction.failed"),
+        Where(_RC, "output.header =", until="output.even-row"),
+    ],
+    "fcount-sqlexecute-tests": [Where("tests/test_sqlexecute.py", r"^def test_", every=True, regex=True)],
+}

@@ -9,7 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 
-from bench_ranking import shown_lines
+import tasks_all
+from bench_ranking import CODEBASES, shown_lines
 from tasks_common import Where
 
 from twinny_magics.retrieval import Chunk, head_start_text
@@ -33,3 +34,8 @@ def test_an_answer_location_is_the_line_holding_its_text_through_its_end() -> No
     assert Where("f.py", r"^def test_", every=True, regex=True).lines(shown) == (5, 6)
     with pytest.raises(ValueError, match="no line"):
         Where("f.py", "missing").lines(shown)
+
+
+def test_every_development_code_base_is_measured_and_the_held_out_one_never() -> None:
+    assert list(CODEBASES) == [c.name for c in tasks_all.pick(None, "dev")]
+    assert not {c.name for c in tasks_all.pick(None, "heldout")} & set(CODEBASES)
