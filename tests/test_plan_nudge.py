@@ -286,6 +286,8 @@ def test_an_answer_that_says_the_loops_own_words_back_goes_back_once(workspace: 
         ("What is PORT set to?", "Line 4 of app.py", True),
         ("Which names does app.py import from os?", "os.path and sep (app.py:1)", False),
         ("What is PORT set to?", "8080, app.py:4", False),
+        ("Which Python versions does setup.cfg allow?", "3.8", False),  # a version is no file name
+        ("Which Python versions does setup.cfg allow?", "`>=3.8`", False),
         # A question that asks where is answered by a place.
         ("On which line is PORT set?", "app.py:4", False),
         ("Which file defines serve?", "app.py", False),

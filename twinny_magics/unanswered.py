@@ -228,7 +228,7 @@ _ASKS_PLACE = re.compile(
 )
 #: A place as an answer cites it: ``litecli/main.py:43``, ``app.py, line 4``, ``line 12 of app.py``.
 _CITED_PLACE = re.compile(
-    r"`?[\w./-]*\w\.\w{1,8}`?(?:\s*[:,]\s*(?:lines?\s+)?\d+(?:\s*[-–]\s*\d+)?)?|\blines?\s+\d+(?:\s+of)?",
+    r"`?[\w./-]*\w\.[A-Za-z]\w{0,7}`?(?:\s*[:,]\s*(?:lines?\s+)?\d+(?:\s*[-–]\s*\d+)?)?|\blines?\s+\d+(?:\s+of)?",
     re.IGNORECASE,
 )
 
