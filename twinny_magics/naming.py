@@ -64,9 +64,8 @@ class Named:
 def named_in(question: str) -> Named:
     """The files and definitions a question names: a path (``a/b.py``, ``setup.cfg``); a name written as
     code (``merge_with``, ``EqualityHashKey``, ``MAX_SIZE``), dotted (``X.y``), quoted in backticks, called
-    (``cli()``), after
-    the word for its kind (``the class curry``, ``constant K``) or said to be defined (``is groupby
-    defined``)."""
+    (``cli()``), after the word for its kind (``the class curry``, ``constant K``) or said to be defined
+    (``is groupby defined``)."""
     paths = tuple(dict.fromkeys(m.group(0).strip(".") for m in _NAMED_PATH.finditer(question)))
     chains: list[tuple[str, ...]] = []
     for pattern in (_NAME_IN_PATH, _PATHS_NAME):

@@ -9,6 +9,8 @@ measured on the development tasks (``benchmarks/bench_ranking.py``; see docs/per
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import re
 from collections.abc import Sequence
 
@@ -206,27 +208,4 @@ def called_near(focus: re.Pattern[str], lines: Sequence[str]) -> list[str]:
 
 
 #: Calls that are Python's own, never a workspace definition worth a second look.
-_NOT_CALLS = frozenset(
-    {
-        "if",
-        "for",
-        "while",
-        "return",
-        "print",
-        "str",
-        "int",
-        "len",
-        "dict",
-        "list",
-        "set",
-        "tuple",
-        "open",
-        "isinstance",
-        "super",
-        "type",
-        "range",
-        "format",
-        "repr",
-        "bool",
-    }
-)
+_NOT_CALLS = frozenset(keyword.kwlist) | frozenset(dir(builtins))
