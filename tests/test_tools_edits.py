@@ -460,3 +460,24 @@ async def test_a_find_that_holds_the_mask_or_a_hidden_line_is_refused_and_says_w
     assert "hid from you" in out.text
     assert (tmp_path / "config.py").read_text() == CONFIG
     assert (tmp_path / "notes.txt").read_text() == f"Deploy notes\n\n{PEM}\nafter_the_key = 1\n"
+
+
+async def test_a_find_written_with_self_matches_the_class_bodys_bare_name(tmp_path: Path) -> None:
+    """A 1.5B model wrote ``self.max_len_prompt = 45`` for a class attribute set as ``max_len_prompt = 45``
+    in the class body: matched without the ``self.``, in find and replace alike."""
+    (tmp_path / "c.py").write_text(
+        "class C:\n    limit = 45\n\n    def __init__(self):\n        self.size = 1\n"
+    )
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(ws, "edit_file", path="c.py", find="self.limit = 45", replace="self.limit = 60")
+    assert not out.is_error, out.text
+    assert "without its self." in out.text
+    assert (tmp_path / "c.py").read_text().startswith("class C:\n    limit = 60\n")
+    # Where the file has it with self., it matches as written; where the bare name is twice, it is refused.
+    out = await call(ws, "edit_file", path="c.py", find="self.size = 1", replace="self.size = 2")
+    assert "without its self." not in out.text
+    assert "self.size = 2" in (tmp_path / "c.py").read_text()
+    (tmp_path / "d.py").write_text("class A:\n    n = 1\n\n\nclass B:\n    n = 1\n")
+    out = await call(ws, "edit_file", path="d.py", find="self.n = 1", replace="self.n = 2")
+    assert out.is_error
+    assert (tmp_path / "d.py").read_text() == "class A:\n    n = 1\n\n\nclass B:\n    n = 1\n"

@@ -20,6 +20,9 @@ from twinny_magics.tools.base import call_text, cut_line
 
 _NUMBERED = re.compile(r"^\s*\d+: ")
 _UNESCAPED_NOTE = " (find matched only with its backslash escapes read as plain characters)"
+#: ``self.`` or ``cls.`` before a name at a line's start (a class body assigns it bare).
+_QUALIFIED = re.compile(r"(?m)^([ \t]*)(?:self|cls)\.(?=[A-Za-z_])")
+_UNQUALIFIED_NOTE = " (find matched only without its self.: the class body writes the name bare)"
 
 
 def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, str]:
@@ -47,6 +50,16 @@ def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, 
         else:
             if "\\" not in text[start:end]:
                 return start, end, new, _UNESCAPED_NOTE + note
+    bare = _QUALIFIED.sub(r"\1", find)
+    if bare != find:
+        # ``self.max_len_prompt = 45`` for a class's own ``max_len_prompt = 45``: the name as the class
+        # body writes it, in find and replace alike.
+        try:
+            start, end, new, note = match(rel, text, bare, _QUALIFIED.sub(r"\1", replace))
+        except WorkspaceError:
+            pass
+        else:
+            return start, end, new, _UNQUALIFIED_NOTE + note
     spans = _loose_spans(text, find)
     if len(spans) == 1:
         start, end = spans[0]
