@@ -379,15 +379,17 @@ def test_a_before_and_after_pair_whose_first_is_not_once_in_one_file_is_not_made
 def test_a_before_and_after_pair_in_no_file_as_written_goes_to_the_one_file_the_question_names(
     workspace: Path,
 ) -> None:
-    """Its lines as the model misremembers them (``self.PORT``): the edit tool answers with the closest
-    lines, and the model can copy them."""
-    told = BEFORE_AFTER.replace("PORT = 8080", "self.PORT = 8080").replace("PORT = 9090", "self.PORT = 9090")
+    """Its lines as the model misremembers them (a name the file does not have): the edit tool answers
+    with the closest lines, and the model can copy them."""
+    told = BEFORE_AFTER.replace("PORT = 8080", "PORT_NUMBER = 8080").replace(
+        "PORT = 9090", "PORT_NUMBER = 9090"
+    )
     agent = run(workspace, told, "Done.")
     step = agent.replies[-1].steps[0]
     assert step.calls[0].arguments == {
         "path": "app.py",
-        "find": "self.PORT = 8080",
-        "replace": "self.PORT = 9090",
+        "find": "PORT_NUMBER = 8080",
+        "replace": "PORT_NUMBER = 9090",
     }
     assert step.results[0].is_error
     assert "3: PORT = 8080" in step.results[0].output

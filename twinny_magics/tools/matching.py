@@ -50,22 +50,14 @@ def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, 
         else:
             if "\\" not in text[start:end]:
                 return start, end, new, _UNESCAPED_NOTE + note
-    bare = _QUALIFIED.sub(r"\1", find)
-    if bare != find:
-        # ``self.max_len_prompt = 45`` for a class's own ``max_len_prompt = 45``: the name as the class
-        # body writes it, in find and replace alike.
-        try:
-            start, end, new, note = match(rel, text, bare, _QUALIFIED.sub(r"\1", replace))
-        except WorkspaceError:
-            pass
-        else:
-            return start, end, new, _UNQUALIFIED_NOTE + note
     spans = _loose_spans(text, find)
     if len(spans) == 1:
         start, end = spans[0]
         note = " (find matched only when ignoring differences in whitespace and indentation)"
         return start, end, _reindent(replace, find, text, start), note
     if spans or len(looser := _looser_spans(text, find)) != 1:
+        if not spans and not looser and (bare := _unqualified(rel, text, find, replace)) is not None:
+            return bare
         raise WorkspaceError(_not_found(rel, text, find, spans, replace))
     # Small models write 'x' for "x" and x = 1 for x=1: one match that differs only so is it.
     start, end = looser[0]
@@ -82,6 +74,21 @@ LEFT_LINES = 6
 
 #: Words an edit may take out without renaming anything: a value's (``False`` for ``True``), a keyword's.
 _NOT_NAMES = frozenset(keyword.kwlist) | {"true", "false", "null", "none", "yes"}
+
+
+def _unqualified(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, str] | None:
+    """``self.max_len_prompt = 45`` for a class's own ``max_len_prompt = 45``, found nowhere else: the
+    name as the class body writes it, at a line's start, in find and replace alike; else None."""
+    bare = _QUALIFIED.sub(r"\1", find)
+    if bare == find:
+        return None
+    try:
+        start, end, new, note = match(rel, text, bare, _QUALIFIED.sub(r"\1", replace))
+    except WorkspaceError:
+        return None
+    if text[:start].rsplit("\n", 1)[-1].strip():  # inside a line (``self.y = y`` for ``y = y``)
+        return None
+    return start, end, new, _UNQUALIFIED_NOTE + note
 
 
 def _names(text: str) -> set[str]:
