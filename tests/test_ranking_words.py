@@ -278,3 +278,6 @@ def test_a_named_options_declaration_comes_first_and_what_its_default_calls_next
     assert option_bonus(question, 'parser.add_argument("-c", "--config", default="x")') > 0
     assert option_bonus(question, 'ARGS = ["--config", "tests/config"]') == 0  # passed, not declared
     assert option_bonus("Which file does the config option default to?", '@click.option("--config")') == 0
+    # Several options named are the context of a question about the code that reads them.
+    both = "Which format does cli() set when --csv is given and --config is not?"
+    assert option_bonus(both, '@click.option(\n    "--config",\n    default=None)') == 0

@@ -183,9 +183,11 @@ def _declares(options: list[str]) -> re.Pattern[str]:
 def option_bonus(question: str, body: str) -> float:
     """What a chunk gains for declaring a command-line option the question names ("which file does the
     --liteclirc option default to": ``@click.option("--liteclirc", default=…)``, ``add_argument("-c",
-    "--config", …)``); a test's argv that passes it declares nothing."""
+    "--config", …)``), when it is the one option the question names ("which format does cli() set for
+    --execute when neither --csv nor --table is given" asks about the code that reads them); a test's argv
+    that passes it declares nothing."""
     options = sorted(set(_OPTION.findall(question)))
-    if not options:
+    if len(options) != 1:  # several named are the context of a question about the code that reads them
         return 0.0
     said = "|".join(re.escape(o) for o in options)
     declared = rf"(?:option|argument)\(\s*(?:[\"'][^\"'\n]*[\"'],\s*)*[\"'](?:-\w,\s*)?(?:{said})[\"'=\s,]"
