@@ -1,17 +1,18 @@
 """What a question says in words finds what it means: a file named in words ("the slow log module"), a
 function written as called (``cli()``), a parameter named as code ("the keyword_casing parameter of
-X.__init__"), the project's name in lower case (not a class of that name), and a question about
-defaults or settings (a configuration file's lines, not the code that reads them)."""
+X.__init__"), the project's name in lower case (not a class of that name), a question about defaults or
+settings (a configuration file's lines, not the code that reads them), one for a message's words (the
+string, not docstrings), one that leaves the tests out, a command-line option it names (its declaration,
+then what its default calls), and a long named function's body past its def."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
+from test_ranking_named import evidence
 
 from twinny_magics.naming import named_by_words, named_in
-from twinny_magics.tools import Workspace
 from twinny_magics.tools.search_focus import (
     excludes_tests,
     message_bonus,
@@ -19,20 +20,6 @@ from twinny_magics.tools.search_focus import (
     setting_bonus,
     written_as,
 )
-
-EVIDENCE_CHARS = 2027  # the head start's share of a 4,096-token window
-
-
-def evidence(root: Path, question: str) -> list[tuple[str, list[tuple[int, str]]]]:
-    text = Workspace(root).head_start(question, EVIDENCE_CHARS, map=False, evidence=True)
-    chunks: list[tuple[str, list[tuple[int, str]]]] = []
-    for line in text.split("(ranked search):", 1)[1].splitlines():
-        row = re.match(r"^\s*(\d+): (.*)$", line)
-        if row and chunks:
-            chunks[-1][1].append((int(row.group(1)), row.group(2)))
-        elif line.endswith(":") and not line.startswith("["):
-            chunks.append((line.split(" (")[0].rstrip(":"), []))
-    return chunks
 
 
 @pytest.fixture
