@@ -202,12 +202,10 @@ def copies_the_loop(answer: str) -> bool:
     for k in range(len(words) - _RUN + 1):
         if tuple(words[k : k + _RUN]) in _LOOP_RUNS:
             copied.update(range(k, k + _RUN))
-    own = len(words) - len(copied)
-    if own <= _NEXT_TO_NOTHING:  # "The loop found in the workspace for this question." and no more
-        return bool(copied) and not any(
-            c.isdigit() for k, w in enumerate(words) if k not in copied for c in w
-        )
-    return len(copied) >= _COPIED and own <= _OWN_WORDS and own <= len(copied)
+    own = [word for k, word in enumerate(words) if k not in copied]
+    if len(own) <= _NEXT_TO_NOTHING:  # "The loop found in the workspace for this question." and no more
+        return bool(copied) and not any(ch.isdigit() for word in own for ch in word)
+    return len(copied) >= _COPIED and len(own) <= _OWN_WORDS and len(own) <= len(copied)
 
 
 def say_the_answer_prompt() -> str:
@@ -255,9 +253,10 @@ def say_what_is_there_prompt() -> str:
 
 def not_done(question: str, answer: str, *, ran: bool, mode: str) -> tuple[str, str] | None:
     """Why an answer to a workspace question has not done what it said or was asked, and the nudge to
-    send back (once a reply): the loop's own words said back, a plan announced before any tool ran
-    (``ran``), a value promised by code that did not run, a how-many question answered with no number, a
-    which-line question answered with no line number; None when it is an answer."""
+    send back (once a reply): the loop's own words said back, a place alone for a question that asks
+    what, a plan announced before any tool ran (``ran``), a value promised by code that did not run, how
+    to find a value instead of it, a how-many question answered with no number, a which-line question
+    answered with no line number; None when it is an answer."""
     if copies_the_loop(answer):
         problem = "said the loop's own words back instead of answering: asked for the answer"
         return problem, say_the_answer_prompt()

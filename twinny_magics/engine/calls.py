@@ -43,15 +43,19 @@ class Calls:
     made: dict[tuple[str, str], tuple[str, ToolResult]] = field(default_factory=dict)
     #: Keys of calls whose results were trimmed (the stub told the model to run them again).
     trimmed: set[str] = field(default_factory=set)
-    #: Whether any tool ran; whether an edit was made or proposed without an error; whether a call settled
-    #: the reply (an edit waiting for review, a kernel run past its time limit: the next request is the last).
+    #: Whether any tool ran; whether a call settled the reply (an edit waiting for review, a kernel run
+    #: past its time limit: the next request is the last).
     ran: bool = False
-    edited: bool = False
     settled: bool = False
     #: What the latest edit said it left undone ('' for nothing): a renamed name still used (`Unfinished`).
     unfinished: str = ""
     #: The arguments (as JSON) of each edit made or proposed without an error, in order.
     edits: list[str] = field(default_factory=list)
+
+    @property
+    def edited(self) -> bool:
+        """Whether an edit was made or proposed without an error."""
+        return bool(self.edits)
 
     async def run(
         self, record: Step, text: str, parsed: list[ToolCall], plan: ContextPlan, before: list[Message]
@@ -145,7 +149,6 @@ class Calls:
         effects = effects_of(self.tools, call, outcome)
         self._remember(call, key, result, changed=effects.changes_workspace)
         if effects.edits and not outcome.is_error:
-            self.edited = True
             self.unfinished = outcome.unfinished if isinstance(outcome, Unfinished) else ""
             self.edits.append(call.arguments_json())
         self.tell.emit(CallFinished(result.step, key, result, outcome.pending))

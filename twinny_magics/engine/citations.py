@@ -168,12 +168,11 @@ async def _defined_near(tools: ReadsCitedLines, cited: Citation, asked: set[str]
     except WorkspaceError:
         return None
     texts = [text for _, text in lines]
-    found = [(lines[k][0], name) for name in sorted(asked) if (k := defining_line(texts, name)) is not None]
+    found = [(lines[k], name) for name in sorted(asked) if (k := defining_line(texts, name)) is not None]
     if not found:
         return None
-    at, name = min(found, key=lambda pair: (abs(pair[0] - cited.line), pair))
+    (at, line), name = min(found, key=lambda pair: (abs(pair[0][0] - cited.line), pair))
     shown = f"{cited.found}\n" if cited.found else ""
-    line = next(text for n, text in lines if n == at)
     return Citation(
         cited.path,
         cited.line,

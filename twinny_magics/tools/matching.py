@@ -107,6 +107,7 @@ def still_there(find: str, replace: str, after: str, rel: str = "") -> str:
     notes = []
     rows = after.split("\n")
     first = ""
+    one = next(iter(brought)) if len(gone) == 1 and len(brought) == 1 else ""
     for name in sorted(gone)[:3]:
         word = re.compile(rf"\b{name}\b")
         lines = [n for n, line in enumerate(rows, 1) if word.search(line)]
@@ -114,33 +115,31 @@ def still_there(find: str, replace: str, after: str, rel: str = "") -> str:
             shown = ", ".join(map(str, lines[:LEFT_LINES])) + (", …" if len(lines) > LEFT_LINES else "")
             where = "line" if len(lines) == 1 else "lines"
             notes.append(f"{name} is still on {where} {shown}")
-            one = next(iter(brought)) if len(gone) == 1 and len(brought) == 1 else ""
-            first = first or _next_rename(rel, rows, lines[0], name, one)
+            if one and not first:
+                line = rows[lines[0] - 1].strip()
+                renamed = re.sub(rf"\b{re.escape(name)}\b", one, line)
+                first = _line_call(rel, after, line, renamed, f", starting with line {lines[0]}: ")
     if not notes:
         return ""
     return f"{'; '.join(notes)} of this file: if each use should change too, edit those as well{first}"
 
 
-def _next_rename(rel: str, rows: list[str], number: int, old: str, new: str) -> str:
-    """The call that renames ``old`` to ``new`` on line ``number`` (the whole line, once in the file)."""
-    line = rows[number - 1].strip()
-    if not rel or not new or len(line) > 300 or sum(row.strip() == line for row in rows) != 1:
+def _line_call(rel: str, text: str, line: str, new: str, lead: str) -> str:
+    """``lead`` and the edit_file call that changes one whole ``line`` of ``text`` to ``new``, when the
+    line is once in the text (a find the tool takes) and short; '' otherwise."""
+    if not rel or len(line) > 300 or text.count(line) != 1:
         return ""
-    call = call_text(
-        "edit_file", {"path": rel, "find": line, "replace": re.sub(rf"\b{re.escape(old)}\b", new, line)}
-    )
-    return f", starting with line {number}: {call}"
+    return lead + call_text("edit_file", {"path": rel, "find": line, "replace": new})
 
 
 def _one_by_one(rel: str, text: str, find: str, replace: str, number: int) -> str:
     """The call that makes the change at the first of several matches, its whole line as ``find`` (a
     small model that replaced a name found three times repeated the call), when that line is unique."""
     line = text.split("\n")[number - 1].strip()
-    if "\n" in find or find not in line or text.count(line) != 1 or len(line) > 300:
+    if "\n" in find or find not in line:
         return ""
-    arguments = {"path": rel, "find": line, "replace": line.replace(find, replace, 1)}
-    call = call_text("edit_file", arguments)
-    return f"\nTo change them one at a time, start with line {number}: {call}"
+    lead = f"\nTo change them one at a time, start with line {number}: "
+    return _line_call(rel, text, line, line.replace(find, replace, 1), lead)
 
 
 def own_text(content: str, seen: str) -> list[tuple[int, int, int]]:

@@ -189,8 +189,7 @@ def option_bonus(question: str, body: str) -> float:
     options = sorted(set(_OPTION.findall(question)))
     if len(options) != 1:  # several named are the context of a question about the code that reads them
         return 0.0
-    said = "|".join(re.escape(o) for o in options)
-    declared = rf"(?:option|argument)\(\s*(?:[\"'][^\"'\n]*[\"'],\s*)*[\"'](?:-\w,\s*)?(?:{said})[\"'=\s,]"
+    declared = rf"(?:option|argument)\(\s*(?:[\"'][^\"'\n]*[\"'],\s*)*{_declares(options).pattern}"
     return OPTION_BONUS if re.search(declared, body) else 0.0
 
 
