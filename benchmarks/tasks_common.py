@@ -219,6 +219,39 @@ def notebook_cells(path: Path) -> list[dict[str, Any]]:
     return cells
 
 
+#: Runs a notebook's code cells in order (after ``prelude``) and prints the repr of each cell's last
+#: expression, as JSON (None for a cell that ends in a statement).
+_RUN_CELLS = (
+    "outputs, scope = [], {}\n"
+    "for cell in json.loads(sys.argv[1]):\n"
+    "    tree = ast.parse(cell)\n"
+    "    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None\n"
+    "    exec(compile(tree, '<cell>', 'exec'), scope)\n"
+    "    value = eval(compile(ast.Expression(last.value), '<cell>', 'eval'), scope) if last else None\n"
+    "    outputs.append(repr(value) if last else None)\n"
+    "print(json.dumps(outputs))\n"
+)
+
+
+def cell_outputs(root: Path, cells: Cells, prelude: str = "") -> list[str | None]:
+    """What running ``cells``' code in the workspace at ``root`` gives, each cell's output (the repr of its
+    last expression, None for a cell that ends in a statement): the check that a notebook written here
+    keeps the outputs its cells give. ``prelude`` runs first (a stand-in for a package's dependencies)."""
+    sources = [source for kind, source, _ in cells if kind == "code"]
+    script = "import ast, sys, json\n" + prelude + _RUN_CELLS
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(sources)],
+        cwd=root,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    outputs: list[str | None] = json.loads(done.stdout)
+    return outputs
+
+
 # -- judging answers -------------------------------------------------------------------------------------
 
 

@@ -262,37 +262,6 @@ def test_several_changes_to_one_file_must_all_be_made_and_nothing_else() -> None
         tasks_common.edits_pattern(text, [("a = 1\nb", "x"), ("1\nb = 2", "y")])
 
 
-#: Runs a notebook's code cells in order (after ``prelude``) and prints the repr of each cell's last
-#: expression, as JSON (None for a cell that ends in a statement).
-_RUN_CELLS = (
-    "outputs, scope = [], {}\n"
-    "for cell in json.loads(sys.argv[1]):\n"
-    "    tree = ast.parse(cell)\n"
-    "    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None\n"
-    "    exec(compile(tree, '<cell>', 'exec'), scope)\n"
-    "    value = eval(compile(ast.Expression(last.value), '<cell>', 'eval'), scope) if last else None\n"
-    "    outputs.append(repr(value) if last else None)\n"
-    "print(json.dumps(outputs))\n"
-)
-
-
-def _cell_outputs(root: Path, cells: tasks_common.Cells, prelude: str = "") -> list[str | None]:
-    """What running ``cells``' code in the workspace at ``root`` gives, each cell's output."""
-    sources = [source for kind, source, _ in cells if kind == "code"]
-    script = "import ast, sys, json\n" + prelude + _RUN_CELLS
-    done = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(sources)],
-        cwd=root,
-        env={"PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    outputs: list[str | None] = json.loads(done.stdout)
-    return outputs
-
-
 def test_the_litecli_notebook_outputs_are_what_its_cells_give(
     built: dict[str, tuple[Path, list[Task]]],
 ) -> None:
@@ -308,7 +277,7 @@ def test_the_litecli_notebook_outputs_are_what_its_cells_give(
         "sys.modules['litecli.packages.special.utils'] = module\n"
     )
     expected = [output for kind, _, output in tasks_litecli.NOTEBOOK_CELLS if kind == "code"]
-    assert _cell_outputs(built["litecli"][0], tasks_litecli.NOTEBOOK_CELLS, prelude) == expected
+    assert tasks_common.cell_outputs(built["litecli"][0], tasks_litecli.NOTEBOOK_CELLS, prelude) == expected
 
 
 def test_the_yamllint_notebook_outputs_are_what_its_cells_give(
@@ -318,7 +287,7 @@ def test_the_yamllint_notebook_outputs_are_what_its_cells_give(
     # imported from the workspace (the current folder), not installed.
     root = built["yamllint"][0]
     expected = [output for kind, _, output in tasks_yamllint.NOTEBOOK_CELLS if kind == "code"]
-    assert _cell_outputs(root, tasks_yamllint.NOTEBOOK_CELLS) == expected
+    assert tasks_common.cell_outputs(root, tasks_yamllint.NOTEBOOK_CELLS) == expected
     notebook = tasks_common.notebook_cells(root / tasks_yamllint.NOTEBOOK)
     assert [c["cell_type"] for c in notebook] == [k for k, _, _ in tasks_yamllint.NOTEBOOK_CELLS]
 

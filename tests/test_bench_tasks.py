@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,29 +254,8 @@ def test_each_edit_passes_only_as_the_intended_change(
 
 
 def test_the_notebook_outputs_are_what_its_cells_give(source: Path) -> None:
-    cells = [source_ for kind, source_, _ in tasks_toolz.NOTEBOOK_CELLS if kind == "code"]
-    script = (
-        "import ast, sys, json\n"
-        "outputs, scope = [], {}\n"
-        "for cell in json.loads(sys.argv[1]):\n"
-        "    tree = ast.parse(cell)\n"
-        "    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None\n"
-        "    exec(compile(tree, '<cell>', 'exec'), scope)\n"
-        "    value = eval(compile(ast.Expression(last.value), '<cell>', 'eval'), scope) if last else None\n"
-        "    outputs.append(repr(value) if last else None)\n"
-        "print(json.dumps(outputs))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(cells)],
-        cwd=source,
-        env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
     expected = [output for kind, _, output in tasks_toolz.NOTEBOOK_CELLS if kind == "code"]
-    assert json.loads(done.stdout) == expected
+    assert tasks_common.cell_outputs(source, tasks_toolz.NOTEBOOK_CELLS) == expected
 
 
 async def test_the_notebook_reads_as_cells_with_its_outputs(source: Path) -> None:
