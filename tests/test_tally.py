@@ -313,3 +313,130 @@ def test_the_model_sees_the_counts_in_its_first_request(tmp_path: Path) -> None:
     assert reply.text == "There are 3 test functions."
     sent = json.dumps(server.requests[0].messages)
     assert "top-level functions named test*: 3 (test_one, test_two, test_three)" in sent
+
+
+CONFIG_YAML = """\
+# settings
+---
+extends: base
+
+files:
+  - '*.yaml'
+  - .hidden
+
+checks:
+  first: enable
+  second:
+    level: warning
+    max: 1
+  third:
+    min: 2
+  notes: |
+    looks: like a key
+    but: is text
+  fourth: disable
+ignore:
+- a
+- b: 1
+  c: 2
+"""
+
+
+def test_yaml_keys_mappings_and_lists_each_under_their_key() -> None:
+    counted = tally.tally("conf/app.yaml", lines_of(CONFIG_YAML))
+    assert counted[1:] == [
+        "top-level keys: 4 (extends, files, checks, ignore)",
+        "items in the list under files: 2",
+        "keys under checks: 5 (first, second, third, notes, fourth)",  # not the text under notes: |
+        "keys under checks.second: 2 (level, max)",
+        "keys under checks.third: 1 (min)",
+        "items in the list under ignore: 2",  # a list written at its key's indent; an item's keys are its own
+    ]
+    # Asked of one key, its count comes right after the file's own.
+    asked = tally.tally("conf/app.yaml", lines_of(CONFIG_YAML), ["third"])
+    assert asked[2] == "keys under checks.third: 1 (min)"
+
+
+def test_a_file_without_a_yaml_suffix_is_counted_as_yaml_when_it_starts_as_yaml() -> None:
+    assert "top-level keys: 4 (extends, files, checks, ignore)" in tally.tally(
+        ".apprc", lines_of(CONFIG_YAML)
+    )
+    assert tally.tally("notes.txt", lines_of(CONFIG_YAML)) == [tally.tally("x.txt", lines_of(CONFIG_YAML))[0]]
+    assert len(tally.tally("LICENSE", lines_of("MIT License\n\nCopyright: someone\n"))) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a:\n" + "".join("  " * k + f"k{k}:\n" for k in range(1, 3000)),  # nested deeper than anyone writes
+        '- - - -\n  - :\n:\n: :\n\'unclosed: x\n"a": [1, 2\n{b: c}\n',
+        "key: |\n" + "  x: 1\n" * 1000 + "after: 2\n",
+        "\x00: \x01\n\ufffd:\n",
+    ],
+)
+def test_hostile_yaml_gives_counts_or_none_and_no_error(text: str) -> None:
+    counted = tally.tally("bad.yaml", lines_of(text))
+    assert counted[0].startswith("lines: ")
+    assert all("\n" not in line and len(line) < 300 for line in counted)
+
+
+def test_what_a_function_calls_often_is_counted_not_its_decorators() -> None:
+    source = (
+        "import argparse\n\n\n"
+        "@option('-a')\n@option('-b')\n@option('-c')\n"
+        "def run(argv=None):\n"
+        "    parser = argparse.ArgumentParser()\n"
+        + "".join(f"    parser.add_argument('--o{k}')\n" for k in range(7))
+        + "    return parser.parse_args(argv)\n\n\n"
+        "class Shell:\n"
+        "    def register(self):\n" + "        self.add('x')\n" * 4 + "\n\n"
+        "for name in 'abc':\n    register(name)\n    register(name)\n    register(name)\n"
+    )
+    counted = tally.tally("cli.py", lines_of(source))
+    assert "calls to parser.add_argument() in run: 7" in counted
+    assert "calls to self.add() in register: 4" in counted
+    assert "calls to register() at the top level: 3" in counted
+    assert not any("option()" in line for line in counted)  # decorators are counted as decorators
+
+
+def test_calls_of_unnamed_functions_are_a_few_lines_and_a_named_ones_come_first() -> None:
+    source = "".join(f"def test_{k}():\n" + "    run()\n" * (3 + k) for k in range(10))
+    plain = tally.tally("tests/test_many.py", lines_of(source))
+    assert [line for line in plain if line.startswith("calls to")] == [
+        "calls to run() in test_7: 10",  # the three that call most, in the file's order
+        "calls to run() in test_8: 11",
+        "calls to run() in test_9: 12",
+    ]
+    asked = tally.tally("tests/test_many.py", lines_of(source), ["test_2"])
+    assert asked[2] == "calls to run() in test_2: 5"
+
+
+def test_counts_that_say_the_questions_words_come_first_in_their_group() -> None:
+    counted = tally.tally("tests/test_x.py", lines_of(TESTS), ["test", "functions", "define"])
+    assert counted[1].startswith("top-level functions named test*: 3")
+    counted = tally.tally("tests/test_x.py", lines_of(TESTS), ["classes"])
+    assert counted[1].startswith("top-level classes: 1")
+    assert tally.tally("tests/test_x.py", lines_of(TESTS))[1].startswith("top-level functions (def)")
+
+
+def test_a_folder_the_question_names_gets_its_files_counted(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    (root / "pkg" / "rules").mkdir()
+    for name in ("a.py", "b.py", "__init__.py", "notes.md"):
+        (root / "pkg" / "rules" / name).write_text("x = 1\n")
+    (root / "pkg" / "rules" / ".env").write_text("TOKEN=1\n")
+    text = Workspace(root).head_start("How many Python modules are in pkg/rules?", 6000)
+    counts = text[text.index("Counted by the loop") :]
+    assert "pkg/rules/ (a folder):\n- files directly in it: 4 (3 .py, 1 .md)" in counts
+    assert "- its .py files: 3 (__init__.py, a.py, b.py)" in counts
+    assert ".env" not in counts  # what the tools may not read is not the workspace's to count
+    text = Workspace(root).head_start("How many files are in the pkg folder?", 6000)
+    assert "- subfolders: 1 (rules)" in text
+    assert "- files in it and its subfolders: 5" in text  # lib.py and the four in rules
+    assert "pkg/rules/ (a folder)" in Workspace(root).head_start("How many files does rules/ hold?", 6000)
+
+
+def test_folder_names_are_one_short_line_however_they_are_written() -> None:
+    paths = ["d/" + "x\u202e" * 100 + ".py", "d/<img src=x onerror=alert(1)>.py"]
+    counted = tally.folder_counts("d", paths)
+    assert all("\n" not in line and len(line) < 300 for line in counted)

@@ -61,6 +61,33 @@ class Named:
         return any(path == p or path.endswith("/" + p.lstrip("./")) for p in self.paths)
 
 
+#: A folder as a question names it without a path: "tests/", "the rules folder", "the docs directory".
+_FOLDER_WORDS = re.compile(
+    r"(?<![\w/.-])([\w.-]*\w)/(?![\w/])|`?\b([\w.-]*\w)`?\s+(?:folder|directory|dir|subfolder|package)\b",
+    re.IGNORECASE,
+)
+
+
+def named_folders(question: str, paths: Sequence[str]) -> list[str]:
+    """The workspace folders a question names (``yamllint/rules``, ``tests/``, "the docs folder"): each as
+    the folder's whole path, from the workspace's file ``paths``."""
+    written_as = [*named_in(question).paths]
+    written_as += [m.group(1) or m.group(2) for m in _FOLDER_WORDS.finditer(question)]
+    found: list[str] = []
+    for written in dict.fromkeys(w for w in written_as if w.lower() not in _NOT_NAMES):
+        tail = written.strip("/").lstrip("./")
+        if not tail or any(p == tail or p.endswith("/" + tail) for p in paths):
+            continue  # a file, not a folder
+        for path in paths:
+            at = path.find(tail + "/")
+            if at == 0 or (at > 0 and path[at - 1] == "/"):
+                folder = path[: at + len(tail)]
+                if folder not in found:
+                    found.append(folder)
+                break
+    return found
+
+
 def named_in(question: str) -> Named:
     """The files and definitions a question names: a path (``a/b.py``, ``setup.cfg``); a name written as
     code (``merge_with``, ``EqualityHashKey``, ``MAX_SIZE``), dotted (``X.y``), quoted in backticks, called

@@ -7,8 +7,11 @@ it (`tally`): for Python (by ``ast``) its top-level functions (and those named `
 and what each derives from directly, the methods of each class, the functions each decorator marks,
 and the items of each list, tuple, set or dict assigned a name; for a notebook (its cell view) its
 cells by kind; for Markdown its headings by level; for reStructuredText its section titles by
-underline; for INI and TOML its sections with their settings; for any text its lines. Each count shows
-a few of the names it counts, so the model can tell which count is the one asked for.
+underline; for INI and TOML its sections with their settings; for YAML its keys, the keys under each
+mapping and the items of each list; for any text its lines. Python counts also say how often a function
+calls the same thing (``parser.add_argument`` 12 times in ``run``). A folder the question names gets its
+files counted (`folder_counts`). Each count shows a few of the names it counts, so the model can tell
+which count is the one asked for; the counts whose words the question uses come first.
 
 Text is attacker text: a parse that fails or recurses too deep gives fewer counts, never an error; a
 name is cut to `NAME_CHARS` and made one line.
@@ -17,6 +20,7 @@ name is cut to `NAME_CHARS` and made one line.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -54,7 +58,7 @@ def tally(path: str, lines: Sequence[str], names: Collection[str] = ()) -> list[
     counted: list[tuple[str, str]] = []  # (the name a count is about, or '' for the file's broad counts)
     try:
         if suffix in ("py", "pyi", "pyw"):
-            counted = python_counts(text)
+            counted = python_counts(text, wanted)
         elif suffix == "ipynb":
             counted = notebook_counts(lines)
         elif suffix in ("md", "markdown"):
@@ -63,12 +67,31 @@ def tally(path: str, lines: Sequence[str], names: Collection[str] = ()) -> list[
             counted = rst_counts(lines)
         elif suffix in ("ini", "cfg", "conf", "toml") or _looks_ini(lines):
             counted = ini_counts(lines)
+        elif suffix in ("yaml", "yml") or (suffix not in _NOT_YAML and _looks_yaml(lines)):
+            counted = yaml_counts(lines)
     except (RecursionError, MemoryError, ValueError, SyntaxError):
         counted = []
-    # The broad counts, then those of a name the question gives, then the rest in the file's order.
-    counted.sort(key=lambda pair: 0 if not pair[0] else 1 if pair[0].lower() in wanted else 2)
+    # The broad counts, then those of a name the question gives, then the rest in the file's order; in
+    # each group, first the counts that say more of the question's words ("how many test functions":
+    # the functions named test* before all functions).
+    said = {_stem(word) for name in wanted for word in _WORDS.findall(name)}
+
+    def order(pair: tuple[str, str]) -> tuple[int, int]:
+        group = 0 if not pair[0] else 1 if pair[0].lower() in wanted else 2
+        label = pair[1].split(":", 1)[0]
+        return group, -sum(1 for w in {_stem(word) for word in _WORDS.findall(label.lower())} if w in said)
+
+    counted.sort(key=order)
     out += [line for _, line in counted]
     return out[:MAX_LINES]
+
+
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _stem(word: str) -> str:
+    """A word without its plural ending: "tests" and "test" are one word here."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _name(text: str) -> str:
@@ -92,10 +115,11 @@ def _count(what: str, names: Sequence[str], at: str = "") -> str:
 # -- Python ------------------------------------------------------------------------------------------------
 
 
-def python_counts(text: str) -> list[tuple[str, str]]:
+def python_counts(text: str, wanted: Collection[str] = ()) -> list[tuple[str, str]]:
     """Counts of Python source, each with the name it is about ('' for the file's own): functions,
     classes by direct base, decorated functions, the items of each collection literal assigned a name
-    (at the top level or in a class) and the methods of each class."""
+    (at the top level or in a class), the methods of each class, and what a function calls often (of
+    the functions in ``wanted``, lower-case names the question gives, and the `CALL_LINES` most)."""
     tree = ast.parse(text)
     functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
@@ -118,6 +142,9 @@ def python_counts(text: str) -> list[tuple[str, str]]:
             decorated.setdefault(_dotted(target), []).append(node.name)
     out += [(d, _count("functions decorated", found, "@" + d)) for d, found in decorated.items() if d]
     out += _collections(tree)
+    calls = list(_calls(tree))
+    most = sorted((pair for pair in calls if pair[0].lower() not in wanted), key=_calls_made, reverse=True)
+    calls = [pair for pair in calls if pair[0].lower() in wanted or pair in most[:CALL_LINES]]
     for c in classes:  # last: a file of many small classes would fill the lines with them
         methods = [n.name for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         if methods:
@@ -126,7 +153,7 @@ def python_counts(text: str) -> list[tuple[str, str]]:
             if methods_tests and len(methods_tests) != len(methods):
                 line += f"; {len(methods_tests)} named test*"
             out.append((c.name, line))
-    return out
+    return out + calls  # last too: every function that calls one thing often has a line
 
 
 def _functions(tree: ast.Module) -> Iterable[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -148,6 +175,44 @@ def _dotted(node: ast.expr) -> str:
         return ""
     parts.append(node.id)
     return _name(".".join(reversed(parts)))
+
+
+#: Of the functions a question does not name, at most this many lines of calls (a test file's every test
+#: calls its helper three times).
+CALL_LINES = 3
+
+
+#: Calls of Python's own functions (``len``, ``list``) are no count anyone asks for.
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _calls_made(pair: tuple[str, str]) -> int:
+    return int(pair[1].rsplit(": ", 1)[1])
+
+
+def _calls(tree: ast.Module) -> Iterator[tuple[str, str]]:
+    """``(function, count line)`` for each thing a function (or the module's own statements) calls
+    `LOCAL_ITEMS` times or more: "register_special_command" five times in one method is five commands
+    registered, ``parser.add_argument`` twelve times is twelve options."""
+    scopes: list[tuple[str, list[ast.AST]]] = [
+        (
+            "",
+            [
+                n
+                for n in tree.body
+                if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            ],
+        )
+    ]
+    scopes += [(function.name, list(function.body)) for function in _functions(tree)]  # not its decorators
+    for name, nodes in scopes:
+        called: Counter[str] = Counter()
+        for node in nodes:
+            called.update(_dotted(n.func) for n in ast.walk(node) if isinstance(n, ast.Call))
+        where = f"in {_name(name)}" if name else "at the top level"
+        for callee, n in called.items():
+            if callee and callee not in _BUILTINS and n >= LOCAL_ITEMS:
+                yield name, f"calls to {callee}() {where}: {n}"
 
 
 _KINDS = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set", ast.Dict: "dict"}
@@ -254,6 +319,106 @@ def _titles(what: str, names: Sequence[str]) -> str:
     """A count of headings, saying so when every one of them names a version (a changelog's releases)."""
     versions = len(names) > 1 and all(_VERSION.search(name) for name in names)
     return _count(what + (", each naming a version (a release)" if versions else ""), names)
+
+
+#: Suffixes whose files are never read as YAML when they look like it.
+_NOT_YAML = frozenset({"json", "txt", "csv", "tsv", "ipynb", "md", "rst", "html", "xml", "sql"})
+_YAML_KEY = re.compile(
+    r"""^(?:-\s+)?('[^']*'|"[^"]*"|[^\s#'"{\[\]&*!|>%@`-][^:#]*?|-[^\s:#][^:#]*?)\s*:(?:\s+(.*))?$"""
+)
+_YAML_BLOCK = re.compile(r"^[|>][-+0-9]*\s*(?:#.*)?$")
+
+
+def _looks_yaml(lines: Sequence[str]) -> bool:
+    """Whether a file without a YAML suffix (``.yamllint``, ``.clang-format``) starts as YAML does: a
+    document marker or two keys at the start of their lines before anything else."""
+    keys = 0
+    for line in lines[:40]:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped == "---":
+            return True
+        if line[:1].isspace() or not _YAML_KEY.match(line):
+            return keys >= 2
+        keys += 1
+    return keys >= 2
+
+
+def yaml_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """YAML (block style, read line by line, never loaded): the top-level keys, the keys under each
+    mapping and the items of each list, each under the key that holds it ("keys under rules: 23")."""
+    keys: dict[tuple[str, ...], list[str]] = {}
+    items: dict[tuple[str, ...], int] = {}
+    # What is open: (indent, the key's path or None inside a list item, whether it is a list item).
+    stack: list[tuple[int, tuple[str, ...] | None, bool]] = []
+    block: int | None = None  # the indent of a key whose value is a block of text (`|`, `>`)
+    seen: dict[tuple[str, ...], None] = {}  # the paths in the order the file shows them
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if block is not None and indent > block:
+            continue
+        block = None
+        if stripped in ("---", "...") or stripped.startswith("%"):
+            stack.clear()
+            continue
+        item = stripped == "-" or stripped.startswith("- ")
+        while stack and (stack[-1][0] > indent or (stack[-1][0] == indent and (not item or stack[-1][2]))):
+            stack.pop()
+        parent = stack[-1][1] if stack else ()
+        if parent is None:
+            continue  # inside a list item: its own keys are not the mapping's
+        seen.setdefault(parent)
+        if item:
+            items[parent] = items.get(parent, 0) + 1
+            stack.append((indent, None, True))
+            continue
+        match = _YAML_KEY.match(stripped)
+        if match is None:
+            continue
+        key, value = match.group(1).strip("'\""), (match.group(2) or "").strip()
+        keys.setdefault(parent, []).append(key)
+        if not value or value.startswith("#"):
+            stack.append((indent, (*parent, key), False))
+        elif _YAML_BLOCK.match(value):
+            block = indent
+    out = []
+    if keys.get(()):
+        out.append(("", _count("top-level keys", keys[()])))
+    if items.get(()):
+        out.append(("", f"top-level list items: {items[()]}"))
+    for path in seen:
+        if not path:
+            continue
+        dotted = _name(".".join(path))
+        if keys.get(path):
+            out.append((path[-1], _count(f"keys under {dotted}", keys[path])))
+        if items.get(path):
+            out.append((path[-1], f"items in the list under {dotted}: {items[path]}"))
+    return out
+
+
+def folder_counts(folder: str, paths: Sequence[str]) -> list[str]:
+    """The files in the workspace folder ``folder`` (``paths``: the workspace's files): those directly in
+    it by kind, its subfolders, and all the files below it."""
+    prefix = folder.strip("/") + "/"
+    below = [p[len(prefix) :] for p in paths if p.startswith(prefix)]
+    direct = [p for p in below if "/" not in p]
+    folders = sorted({p.split("/", 1)[0] for p in below if "/" in p})
+    kinds = Counter(file_suffix(p) or "no suffix" for p in direct)
+    by_kind = ", ".join(f"{n} .{k}" if k != "no suffix" else f"{n} {k}" for k, n in kinds.most_common())
+    out = [f"files directly in it: {len(direct)}" + (f" ({by_kind})" if by_kind else "")]
+    for suffix in kinds:
+        if suffix != "no suffix" and len(kinds) > 1:
+            out.append(_count(f"its .{suffix} files", sorted(p for p in direct if file_suffix(p) == suffix)))
+    if len(kinds) == 1 and direct:
+        out.append(_count("their names", sorted(direct)))
+    out.append(_count("subfolders", folders))
+    out.append(f"files in it and its subfolders: {len(below)}")
+    return out[:MAX_LINES]
 
 
 _SECTION = re.compile(r"^\s*\[\[?([^\]\n]+)\]\]?\s*(?:[#;].*)?$")

@@ -375,9 +375,16 @@ class Workspace:
         if not tally.asks_count(question):
             return ""
         named = naming.named_in(question)
-        paths = [f.path for f in survey.files if named.names_file(f.path)][:TALLY_FILES]
+        every = [f.path for f in survey.files]
+        by_words = naming.named_by_words(question, every)
+        paths = [p for p in every if named.names_file(p) or p in by_words][:TALLY_FILES]
         wanted = [*(chain[-1] for chain in named.names), *terms]
-        blocks = []
+        blocks = [
+            "\n".join(
+                [f"{folder}/ (a folder):", *(f"- {line}" for line in tally.folder_counts(folder, every))]
+            )
+            for folder in naming.named_folders(question, every)[:TALLY_FILES]
+        ]
         for path in paths:
             try:
                 reader = files.TextLines(
@@ -392,7 +399,10 @@ class Workspace:
             blocks.append("\n".join([f"{path}:", *(f"- {line}" for line in counted)]))
         if not blocks:
             return ""
-        lead = "Counted by the loop over the whole file (exact: use these numbers, do not count lines shown):"
+        lead = (
+            "Counted by the loop over the whole file or folder (exact: use these numbers, do not count lines "
+            "shown):"
+        )
         text = "\n".join([lead, *blocks])
         if len(text) <= chars:
             return text
