@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
+from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import PendingEdit, ToolOutput, Workspace
 from twinny_magics.tools.matching import still_there
 
@@ -481,3 +483,79 @@ async def test_a_find_written_with_self_matches_the_class_bodys_bare_name(tmp_pa
     out = await call(ws, "edit_file", path="d.py", find="self.n = 1", replace="self.n = 2")
     assert out.is_error
     assert (tmp_path / "d.py").read_text() == "class A:\n    n = 1\n\n\nclass B:\n    n = 1\n"
+
+
+RULES = (
+    "rules:\n"
+    "  empty-lines:\n"
+    "    max: 2\n"
+    "    level: error\n"
+    "  # line-length is checked below\n"
+    "  line-length:\n"
+    "    max: 2\n"
+    "    level: warning\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "line"),
+    [
+        ("In conf/rules.yaml, raise the max of the line-length rule to 3.", 7),
+        ("Set empty-lines' max to 3 in conf/rules.yaml.", 3),
+    ],
+)
+async def test_of_several_matches_the_one_under_the_key_the_request_names_is_edited(
+    tmp_path: Path, request_text: str, line: int
+) -> None:
+    """``max: 2`` twice in a YAML file: the request names the key it is under, and that one is changed
+    (the enclosing lines name it; a comment naming the other key does not count), and said."""
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "rules.yaml").write_text(RULES)
+    ws = Workspace(tmp_path, edits="apply")
+    ws.hear(request_text)
+    out = await call(ws, "edit_file", path="conf/rules.yaml", find="max: 2", replace="max: 3")
+    assert not out.is_error, out.text
+    assert f"find matched 2 times; this is the one at line {line}, under '" in out.text
+    rows = RULES.split("\n")
+    rows[line - 1] = rows[line - 1].replace("max: 2", "max: 3")
+    assert (tmp_path / "conf" / "rules.yaml").read_text() == "\n".join(rows)
+
+
+async def test_several_matches_stay_refused_when_the_request_names_none_or_both(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(RULES)
+    ws = Workspace(tmp_path, edits="apply")
+    for request_text in ("", "Raise max to 3 in rules.yaml.", "Raise max in empty-lines and line-length."):
+        ws.hear(request_text)
+        out = await call(ws, "edit_file", path="rules.yaml", find="max: 2", replace="max: 3")
+        assert out.is_error, request_text
+        assert out.text.startswith("find matches 2 times"), (request_text, out.text)
+    assert (tmp_path / "rules.yaml").read_text() == RULES
+
+
+async def test_an_ini_section_or_a_class_the_request_names_picks_the_match(tmp_path: Path) -> None:
+    (tmp_path / "apprc").write_text("[main]\nmulti_line = False\n\n[colors]\nmulti_line = False\n")
+    (tmp_path / "shapes.py").write_text(
+        "class Box:\n    def __init__(self, hinge=1.5):\n        pass\n\n\n"
+        "class Plot:\n    def __init__(self, hinge=1.5):\n        pass\n"
+    )
+    ws = Workspace(tmp_path, edits="apply")
+    ws.hear("Turn multi_line on in the main section of apprc.")
+    out = await call(ws, "edit_file", path="apprc", find="multi_line = False", replace="multi_line = True")
+    assert not out.is_error, out.text
+    assert (tmp_path / "apprc").read_text().startswith("[main]\nmulti_line = True\n")
+    ws.hear("Change Plot's default hinge to 3.0 in shapes.py")
+    out = await call(ws, "edit_file", path="shapes.py", find="hinge=1.5", replace="hinge=3.0")
+    assert not out.is_error, out.text
+    assert (tmp_path / "shapes.py").read_text().count("hinge=1.5") == 1
+    assert "class Plot:\n    def __init__(self, hinge=3.0):" in (tmp_path / "shapes.py").read_text()
+
+
+def test_the_loop_tells_the_workspace_the_request_before_the_first_step(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(RULES)
+    edit = ToolCall("edit_file", {"path": "rules.yaml", "find": "max: 2", "replace": "max: 3"}, id="c1")
+    server = ScriptedServer([Scripted(calls=(edit,)), Scripted("Done.")])
+    agent = Agent(server=server, workspace=tmp_path, mode="native", edits="apply", steps=3)
+    agent.run("Raise the max of the line-length rule in rules.yaml to 3.")
+    assert (tmp_path / "rules.yaml").read_text() == RULES.replace(
+        "    max: 2\n    level: warning", "    max: 3\n    level: warning"
+    )

@@ -376,6 +376,16 @@ class Toolset(Protocol):
 
 
 @runtime_checkable
+class HearsRequest(Protocol):
+    """A toolset that wants the words of the request a reply answers (the workspace's edit_file uses
+    them to pick the one of several matches the request names)."""
+
+    def hear(self, request: str) -> None:
+        """Called once at a reply's start with the user's request."""
+        ...
+
+
+@runtime_checkable
 class GivesHeadStart(Protocol):
     """A toolset that can give the model a head start before its first step (the workspace does)."""
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from twinny_magics import protocol
 from twinny_magics.budget import ContextPlan
-from twinny_magics.contracts import FitsWindow, GivesHeadStart, ModelServer, Toolset
+from twinny_magics.contracts import FitsWindow, GivesHeadStart, HearsRequest, ModelServer, Toolset
 from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, tool_result, user
 from twinny_magics.errors import PromptTooLong, ServerError, ToolHistoryRefused, ToolsRefused
 from twinny_magics.events import CallFinished, CallStarted, Reply, RequestRecord, Step
@@ -129,6 +129,8 @@ class Run:
     async def run(self, history: Sequence[Message], notes: str = "") -> Reply:
         """Run the reply to the question (after ``history``; ``notes`` go after it as a tool result)."""
         self._tell_remembered_mode()
+        if isinstance(self.tools, HearsRequest):
+            self.tools.hear(self.question.text)
         # The window decides which tools are offered (the system prompt lists them) and the head start's size.
         start = await self._head_start(await self._plan())
         self.offer.head_start_given = bool(start)

@@ -43,6 +43,7 @@ import os
 import secrets
 import stat
 import threading
+from collections.abc import Collection
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -344,8 +345,17 @@ def refuse_write(conf: Confinement, target: Target, tool: str) -> None:
         raise WorkspaceError(f"{tool} was refused for {target.rel}: {reason} {instead}")
 
 
-def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, replace: str) -> Change:
-    """The change replacing the one occurrence of ``find`` by ``replace``, or why it cannot be made."""
+def edit_change(
+    conf: Confinement,
+    limits: ToolLimits,
+    path: str,
+    find: str,
+    replace: str,
+    *,
+    request: Collection[str] = (),
+) -> Change:
+    """The change replacing the one occurrence of ``find`` by ``replace``, or why it cannot be made
+    (``request``: the words of the user's request, which pick one of several matches; see `match`)."""
     target = require(conf, path, limits, want="file", missing_hint=" To make a new file, use create_file.")
     refuse_notebook(target, "edit_file")
     refuse_write(conf, target, "edit_file")
@@ -365,7 +375,7 @@ def edit_change(conf: Confinement, limits: ToolLimits, path: str, find: str, rep
     # when the guess was right. A match in text the tools show is then made at the same place of the
     # real text; one that touches a hidden value is refused, whatever find holds.
     seen = shown_text(content)
-    start, end, replacement, note = match(target.rel, seen, find, replace)
+    start, end, replacement, note = match(target.rel, seen, find, replace, request)
     # The file as the tools show it after the edit (masking keeps every line where it is).
     left = still_there(find, replacement, seen[:start] + replacement + seen[end:], target.rel)
     if seen != content:

@@ -13,9 +13,11 @@ import bisect
 import difflib
 import keyword
 import re
+from collections.abc import Collection
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
+from twinny_magics.retrieval import STOPWORDS
 from twinny_magics.tools.base import call_text, cut_line
 
 _NUMBERED = re.compile(r"^\s*\d+: ")
@@ -25,15 +27,27 @@ _QUALIFIED = re.compile(r"(?m)^([ \t]*)(?:self|cls)\.(?=[A-Za-z_])")
 _UNQUALIFIED_NOTE = " (find matched only without its self.: the class body writes the name bare)"
 
 
-def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, str]:
+def match(
+    rel: str, text: str, find: str, replace: str, request: Collection[str] = ()
+) -> tuple[int, int, str, str]:
     """Where ``find`` matches ``text`` once (exactly, else loosely), what replaces it there and a note
-    on how loose the match was; else a `WorkspaceError` saying why, with the lines that come closest."""
+    on how loose the match was; else a `WorkspaceError` saying why, with the lines that come closest.
+
+    Of several exact matches, the one whose line and enclosing lines name what the user's ``request``
+    (its words, lower case) names and no other match's do is taken, and said: ``max: 80`` under the
+    ``line-length:`` key a request for "line-length's max" names."""
     count = text.count(find)
     if count == 1:
         start = text.index(find)
         return start, start + len(find), replace, ""
     if count > 1:
-        lines = _line_numbers(text, [m.start() for m in re.finditer(re.escape(find), text)])
+        starts = [m.start() for m in re.finditer(re.escape(find), text)]
+        picked = _by_request(text, starts, find, replace, request)
+        if picked is not None:
+            start, where = picked
+            note = f" (find matched {len(starts)} times; this is the one {where}, which the request names)"
+            return start, start + len(find), replace, note
+        lines = _line_numbers(text, starts)
         raise WorkspaceError(
             f"find matches {count} times in {rel}; it must match exactly once. Add a neighbouring "
             f"line to find so it is unique. The matches start at:\n{_show_lines(text, lines)}"
@@ -64,6 +78,66 @@ def match(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, 
     note = " (find matched only when ignoring quote style and spaces around punctuation)"
     matched = text[start:end]
     return start, end, _same_quotes(_same_spacing(replace, find, matched), find, matched), note
+
+
+_WORDS = re.compile(r"[a-z][a-z0-9]{2,}")
+_SECTION = re.compile(r"^\[\[?[^\]\n]+\]\]?\s*(?:[#;].*)?$")
+#: Of more matches than this, none is picked by the request (a find that common is no place).
+PICK_MATCHES = 50
+#: At most this many enclosing lines (a key's parents, a method's class, an INI section) name a match.
+ENCLOSING_LINES = 6
+
+
+def request_words(request: str) -> frozenset[str]:
+    """The words of a user's request that can tell one match from another (lower case, three letters or
+    more, not a common word): "line-length" gives ``line`` and ``length``."""
+    return frozenset(_WORDS.findall(request.lower())) - STOPWORDS
+
+
+def _by_request(
+    text: str, starts: list[int], find: str, replace: str, request: Collection[str]
+) -> tuple[int, str] | None:
+    """The one of several matches (their ``starts``) whose own line and enclosing lines hold more of the
+    ``request``'s words than any other's (words of find and replace aside), with where it is; None when
+    no match's do, or two tie."""
+    wanted = set(request) - set(_WORDS.findall((find + " " + replace).lower()))
+    if not wanted or len(starts) > PICK_MATCHES:
+        return None
+    rows = text.split("\n")
+    scored = []
+    for start in starts:
+        number = text.count("\n", 0, start)
+        context = [rows[number], *_enclosing(rows, number)]
+        said = wanted & set(_WORDS.findall(" ".join(context).lower()))
+        scored.append((len(said), start, number, context))
+    scored.sort(key=lambda row: -row[0])
+    best = scored[0]
+    if best[0] == 0 or (len(scored) > 1 and scored[1][0] == best[0]):
+        return None
+    _, start, number, context = best
+    under = f", under {cut_line(context[1].strip(), 60)!r}" if len(context) > 1 else ""
+    return start, f"at line {number + 1}{under}"
+
+
+def _enclosing(rows: list[str], number: int) -> list[str]:
+    """The lines that hold row ``number``: each earlier line less indented than the last one taken (a
+    YAML key's parents, a method's class) and, at the left edge, the INI or TOML section it is in."""
+    out: list[str] = []
+    indent = len(rows[number]) - len(rows[number].lstrip())
+    for row in reversed(rows[:number]):
+        stripped = row.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if len(out) >= ENCLOSING_LINES or (indent == 0 and out):
+            break
+        if indent == 0 and _SECTION.match(row):
+            out.append(stripped)
+            break
+        here = len(row) - len(row.lstrip())
+        if here < indent:
+            out.append(stripped)
+            indent = here
+    return out
 
 
 #: A name an edit renames: an identifier, not a number or a one- or two-letter word.

@@ -30,6 +30,7 @@ from twinny_magics.redact import MASK, mask_secrets
 from twinny_magics.tools import commands, files, grep
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
+from twinny_magics.tools.matching import request_words
 from twinny_magics.tools.paths import Confinement, shown
 from twinny_magics.tools.refusal import refusal
 from twinny_magics.tools.registry import COMMANDS_OFF, TOOLS
@@ -138,6 +139,9 @@ class Workspace:
         self.limits = limits
         # Every edit proposed or made in this session, in order; `pending` is the ones still waiting.
         self.proposals: list[PendingEdit] = []
+        #: The words of the request the current reply answers (`hear`): of several places an edit's find
+        #: matches, they pick the one the request names.
+        self.request: frozenset[str] = frozenset()
         # A tool's description as the model reads it, replaced whole (prompt tuning; see definitions()).
         unknown = sorted(set(descriptions or {}) - set(TOOLS))
         if unknown:
@@ -295,10 +299,15 @@ class Workspace:
 
     # -- the edits -----------------------------------------------------------------------------------
 
+    def hear(self, request: str) -> None:
+        """Remember the words of the user's request this reply answers (the loop calls it first)."""
+        self.request = request_words(request)
+
     def edit_file(self, path: str, find: str, replace: str) -> ToolOutput:
-        """edit_file: replace ``find`` (exactly once) by ``replace``, held for review or written."""
+        """edit_file: replace ``find`` (exactly once, or the one place of several the request names) by
+        ``replace``, held for review or written."""
         try:
-            change = edit_change(self._conf, self.limits, path, find, replace)
+            change = edit_change(self._conf, self.limits, path, find, replace, request=self.request)
         except WorkspaceError as exc:
             if MASK in find and str(exc).startswith("find "):  # not found, or not exactly
                 raise WorkspaceError(MASKED_FIND.format(path=shown(path))) from None
