@@ -3,11 +3,11 @@
     .venv/bin/python benchmarks/bench_ranking.py [--label after] [--window 4096] [--tasks NAME,...]
 
 No model. For every development task that says where its answer stands (``Task.where``: toolz, pluggy,
-mapclassify, litecli; the held-out code base is never read here), the workspace is built from its pinned
-sdist, and the head start is made exactly as a reply's first request makes it (the workspace's
-``head_start`` at the plan's ``head_start_chars`` for ``--window``, evidence on and the map off: the
-defaults). The evidence is read back as the model sees it — ``path (names):`` headings and ``N: line``
-rows — and for each task measured:
+mapclassify, litecli, cookiecutter; the held-out code base is never read here), the workspace is built
+from its pinned sdist, and the head start is made exactly as a reply's first request makes it (the
+workspace's ``head_start`` at the plan's ``head_start_chars`` for ``--window``, evidence on and the map
+off: the defaults). The evidence is read back as the model sees it — ``path (names):`` headings and
+``N: line`` rows — and for each task measured:
 
 - **recall**: the share of its answer-bearing lines shown, with their own line numbers, in the evidence;
 - **hit**: at least one of them shown; **first**: one shown in the first chunk.
@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import tasks_cookiecutter
 import tasks_litecli
 import tasks_mapclassify
 import tasks_pluggy
@@ -47,11 +48,13 @@ RESULTS = Path(__file__).with_name("results_ranking.json")
 #: The development code bases with answer-location tables (the held-out one is never measured here: its
 #: tasks are not read). litecli, development since yamllint took its place, was added last: runs stored
 #: before it (their summaries have no litecli row) compare with later ones per code base, not in "all".
+#: cookiecutter came after it, the same way: "all" from before it has no cookiecutter tasks.
 CODEBASES = {
     "toolz": tasks_toolz,
     "pluggy": tasks_pluggy,
     "mapclassify": tasks_mapclassify,
     "litecli": tasks_litecli,
+    "cookiecutter": tasks_cookiecutter,
 }
 _ROW = re.compile(r"^\s*(\d+): ")
 

@@ -3,7 +3,7 @@
     python benchmarks/tasks_all.py fetch     # every pinned sdist into the cache (quiet once there)
     python benchmarks/tasks_all.py check     # where each one is, or what is missing
 
-Five real code bases of different shape, each the sdist of a release on PyPI pinned by sha256:
+Six real code bases of different shape, each the sdist of a release on PyPI pinned by sha256:
 
 - ``toolz`` 1.0.0 (BSD-3): a pure-Python library, two modules over 1,000 lines, a notebook written here.
   Development: the loop was tuned on it.
@@ -16,6 +16,12 @@ Five real code bases of different shape, each the sdist of a release on PyPI pin
   a click command line, plus a notebook written here. Development: it was the held-out code base of the
   previous rounds, retired to the development set after a few of its task lines were seen and because the
   next round reads its failures.
+- ``cookiecutter`` 2.6.0 (BSD-3): an application with a YAML user configuration (``~/.cookiecutterrc``
+  or ``COOKIECUTTER_CONFIG``, merged over ``DEFAULT_CONFIG`` by ``cookiecutter/config.py``; YAML test
+  configurations under ``tests/test-config/``) and a click command line (``cookiecutter/cli.py``), its
+  exceptions in one module and raised in others, template hooks, a 1,106-line changelog
+  (``HISTORY.md``) and tests, plus a notebook written here. Development: added after litecli, its tasks
+  in ``tasks_cookiecutter.py`` and ``tasks_cookiecutter_more.py``.
 - ``yamllint`` 1.35.1 (GPL-3.0-or-later; fetched and unpacked at run time, never stored here): an
   application with YAML configuration files (``yamllint/conf/default.yaml``, ``relaxed.yaml``, resolved by
   ``yamllint/config.py``) and an argparse command line, rules one module each under ``yamllint/rules/``,
@@ -34,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import tasks_cookiecutter
 import tasks_litecli
 import tasks_mapclassify
 import tasks_pluggy
@@ -95,6 +102,15 @@ CODEBASES: dict[str, CodeBase] = {
         "BSD-3-Clause",
         tasks_litecli.build_workspace,
         tasks_litecli.build_tasks,
+    ),
+    "cookiecutter": CodeBase(
+        "cookiecutter",
+        "application with a YAML user configuration and a click command line",
+        "dev",
+        tasks_cookiecutter.PIN,
+        "BSD-3-Clause",
+        tasks_cookiecutter.build_workspace,
+        tasks_cookiecutter.build_tasks,
     ),
     "yamllint": CodeBase(
         "yamllint",

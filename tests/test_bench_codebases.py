@@ -35,8 +35,10 @@ sys.path.insert(0, str(BENCHMARKS))
 import bench_tasks  # noqa: E402 - the benchmarks folder is not a package
 import tasks_all  # noqa: E402
 import tasks_common  # noqa: E402
+import tasks_cookiecutter  # noqa: E402
 import tasks_litecli  # noqa: E402
 import tasks_yamllint  # noqa: E402
+from bench_ranking import file_view  # noqa: E402
 from tasks_common import Answer, Edit, Task  # noqa: E402
 
 
@@ -71,6 +73,7 @@ def test_every_code_base_is_a_pinned_sdist_with_an_open_licence_and_none_is_stor
     assert shapes == {"dev", "heldout"}
     assert [c.name for c in tasks_all.CODEBASES.values() if c.split == "heldout"] == ["yamllint"]
     assert tasks_all.CODEBASES["litecli"].split == "dev"  # the held-out one of the rounds before
+    assert tasks_all.CODEBASES["cookiecutter"].split == "dev"
     for codebase in tasks_all.CODEBASES.values():
         assert len(codebase.pin.sha256) == 64
         assert codebase.licence in ("MIT", "BSD-3-Clause", "GPL-3.0-or-later")
@@ -95,6 +98,11 @@ def test_the_sdists_hold_what_their_shape_needs(built: dict[str, tuple[Path, lis
     litecli = built["litecli"][0]
     assert (litecli / "litecli" / "liteclirc").is_file()
     assert "@click.command()" in (litecli / "litecli" / "main.py").read_text()
+    cookiecutter = built["cookiecutter"][0]
+    assert len(list((cookiecutter / "tests" / "test-config").glob("*.yaml"))) == 8
+    assert "import yaml" in (cookiecutter / "cookiecutter" / "config.py").read_text()
+    assert "@click.command(" in (cookiecutter / "cookiecutter" / "cli.py").read_text()
+    assert len((cookiecutter / "HISTORY.md").read_text().splitlines()) == 1106
     yamllint = built["yamllint"][0]
     assert (yamllint / "yamllint" / "conf" / "default.yaml").is_file()
     assert (yamllint / "yamllint" / "conf" / "relaxed.yaml").is_file()
@@ -280,6 +288,31 @@ def test_the_litecli_notebook_outputs_are_what_its_cells_give(
     assert tasks_common.cell_outputs(built["litecli"][0], tasks_litecli.NOTEBOOK_CELLS, prelude) == expected
 
 
+def test_the_cookiecutter_notebook_outputs_are_what_its_cells_give(
+    built: dict[str, tuple[Path, list[Task]]],
+) -> None:
+    # The notebook uses cookiecutter/config.py, which needs PyYAML alone (pinned in requirements/test.txt;
+    # the package's jinja2, rich and the rest are not imported); it is imported from the workspace.
+    root = built["cookiecutter"][0]
+    expected = [output for kind, _, output in tasks_cookiecutter.NOTEBOOK_CELLS if kind == "code"]
+    assert tasks_common.cell_outputs(root, tasks_cookiecutter.NOTEBOOK_CELLS) == expected
+    notebook = tasks_common.notebook_cells(root / tasks_cookiecutter.NOTEBOOK)
+    assert [c["cell_type"] for c in notebook] == [k for k, _, _ in tasks_cookiecutter.NOTEBOOK_CELLS]
+
+
+def test_every_development_task_says_where_its_answer_stands_on_lines_that_exist(
+    built: dict[str, tuple[Path, list[Task]]],
+) -> None:
+    # What bench_ranking measures: litecli's and cookiecutter's tasks each have a place, and every place
+    # resolves to lines of its file as the tools show it (the held-out code base is not looked at).
+    for name in ("litecli", "cookiecutter"):
+        root, tasks = built[name]
+        assert all(task.where for task in tasks), name
+        for task in tasks:
+            for where in task.where:
+                assert where.lines(file_view(root, where.path)), (name, task.name)
+
+
 def test_the_yamllint_notebook_outputs_are_what_its_cells_give(
     built: dict[str, tuple[Path, list[Task]]],
 ) -> None:
@@ -293,9 +326,9 @@ def test_the_yamllint_notebook_outputs_are_what_its_cells_give(
 
 
 def test_code_bases_are_picked_by_name_or_set_held_out_first_and_an_unknown_one_is_refused() -> None:
-    every = ["yamllint", "toolz", "pluggy", "mapclassify", "litecli"]
-    assert [c.name for c in tasks_all.pick(None, "all")] == every
-    assert [c.name for c in tasks_all.pick(None, "dev")] == ["toolz", "pluggy", "mapclassify", "litecli"]
+    dev = ["toolz", "pluggy", "mapclassify", "litecli", "cookiecutter"]
+    assert [c.name for c in tasks_all.pick(None, "all")] == ["yamllint", *dev]
+    assert [c.name for c in tasks_all.pick(None, "dev")] == dev
     assert [c.name for c in tasks_all.pick(None, "heldout")] == ["yamllint"]
     assert [c.name for c in tasks_all.pick("pluggy,yamllint", None)] == ["yamllint", "pluggy"]
     assert [c.name for c in tasks_all.pick("litecli,pluggy", None)] == ["pluggy", "litecli"]
