@@ -57,6 +57,7 @@ CODEBASES = {
     "cookiecutter": tasks_cookiecutter,
 }
 _ROW = re.compile(r"^\s*(\d+): ")
+_GREP_ROW = re.compile(r"^([^\s:]+):(\d+): ")
 
 
 def shown_lines(evidence: str) -> list[list[tuple[str, int]]]:
@@ -69,9 +70,19 @@ def shown_lines(evidence: str) -> list[list[tuple[str, int]]]:
         if row and path is not None:
             chunks[-1].append((path, int(row.group(1))))
             continue
+        if (grepped := _GREP_ROW.match(line)) is not None:  # the lines a "which modules import X" gets
+            if path != "":
+                path = ""
+                chunks.append([])
+            chunks[-1].append((grepped.group(1), int(grepped.group(2))))
+            continue
         if line.endswith(":") and not line.startswith("[") and not line[:1].isspace():
-            # ``path (names):`` — the names may hold parentheses of their own (a notebook's heading).
+            # ``path (names):`` — the names may hold parentheses of their own (a notebook's heading); a
+            # lead of words ("Counted by the loop …:") heads no chunk.
             path = line[:-1].split(" (", 1)[0]
+            if " " in path:
+                path = None
+                continue
             chunks.append([])
     return chunks
 

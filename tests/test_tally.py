@@ -11,8 +11,9 @@ import pytest
 from twinny_magics import tally
 from twinny_magics.agent import Agent
 from twinny_magics.servers.scripted import ScriptedServer
+from twinny_magics.tools.asked import TALLY_SHARE
 from twinny_magics.tools.notebook import notebook_lines
-from twinny_magics.tools.workspace import TALLY_SHARE, Workspace
+from twinny_magics.tools.workspace import Workspace
 
 TESTS = """\
 import pytest

@@ -2,7 +2,7 @@
 
 Pure: no I/O. ``named_in`` reads a question's named files (``a/b.py``) and definitions (``merge_with``,
 ``X.y``, ``the class curry``); the ranked search (`tools.search_index`) adds candidates by
-``named_queries`` and ``path_query`` and scores them with ``named_bonus``; ``hop_names`` gives the names a
+``named_queries`` and scores them with ``named_bonus``; ``hop_names`` gives the names a
 second look should find. Split from `retrieval`, whose words and chunks it uses.
 """
 
@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .retrieval import STOPWORDS, identifier_parts, match_query
+from .retrieval import STOPWORDS, identifier_parts
 
 _WORD = re.compile(r"\w+")
 
@@ -43,6 +43,11 @@ _QUOTED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
 #: A function written as called with nothing: "which format does cli() set".
 _CALLED = re.compile(r"(?<![\w.`])([A-Za-z_]\w*)\(\)")
 _NOT_NAMES = STOPWORDS | frozenset({"it", "which", "this", "that", "one", "each"})
+#: Words after a kind's word that say what it does, not its name ("the variable names a file").
+_VERBS = frozenset(
+    """names holds has had sets gets takes returns calls uses reads writes raises gives keeps stores points
+    refers means contains lists says shows""".split()  # noqa: SIM905 (a word list)
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ def named_in(question: str) -> Named:
     for pattern in (_QUOTED, _CALLED, _KIND_NAME, _DEFINED_NAME):
         for match in pattern.finditer(rest):
             name = match.group(match.lastindex or 1)
-            if name.lower() not in _NOT_NAMES:
+            if name.lower() not in _NOT_NAMES and not (pattern is _KIND_NAME and name in _VERBS):
                 chains.append(tuple(name.split(".")))
     for token in _WORD.findall(rest):
         if len(token) > 2 and ("_" in token or token[1:] != token[1:].lower()) and not token.isdigit():
@@ -144,7 +149,9 @@ def _definition_pattern(name: str) -> re.Pattern[str]:
     n = re.escape(name)
     return re.compile(
         rf"^[ \t]*(?:(?:async[ \t]+)?def|class|function|const|let|var|fn|func|struct|enum|type)[ \t]+{n}\b"
-        rf"|^[ \t]*{n}[ \t]*(?::[^=\n]*)?=(?!=)",
+        rf"|^[ \t]*{n}[ \t]*(?::[^=\n]*)?=(?!=)"
+        # A key: of a dict literal ('replay_dir': …, a configuration's defaults), of YAML, or a field.
+        rf"|^[ \t]*(?:(['\"]){n}\1|{n})[ \t]*:(?![:=])",
         re.MULTILINE,
     )
 
@@ -216,16 +223,6 @@ def named_queries(named: Named) -> list[str]:
     return queries
 
 
-def path_query(named: Named, terms: Sequence[str]) -> str:
-    """An FTS5 MATCH expression for chunks of the files ``named`` names that hold any of ``terms`` ('' when
-    it names no file, or none whose name can be searched)."""
-    stems = [p.rsplit("/", 1)[-1].split(".")[0] for p in named.paths]
-    stems = [s for s in stems if s and s.replace("_", "").replace("-", "").isalnum()]
-    if not stems or not terms:
-        return ""
-    return f"(words : ({match_query(terms)})) AND (path : ({' OR '.join(_quoted(s) for s in stems)}))"
-
-
 def _quoted(word: str) -> str:  # an FTS5 string: no word is read as an operator
     return '"' + identifier_parts(word)[0].replace('"', '""') + '"'
 
@@ -253,3 +250,35 @@ def hop_names(named: Named, lines: Sequence[str]) -> tuple[list[str], list[str]]
 
 def _hop_name(name: str, wanted: set[str]) -> str:
     return name if name.isidentifier() and name not in wanted and name != "object" else ""
+
+
+#: Top-level folders that are never the project's package.
+_NOT_PROJECT = frozenset(
+    {"tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "scripts", "src"}
+)
+
+
+def project_names(paths: Sequence[str]) -> frozenset[str]:
+    """The names of the workspace's own packages, lower case: each folder at the top (or under
+    ``src/``) that holds an ``__init__.py`` (``cookiecutter``, ``pluggy`` for ``src/pluggy``)."""
+    found = set()
+    for path in paths:
+        parts = path.split("/")
+        if parts[-1] != "__init__.py":
+            continue
+        if len(parts) == 2 or (len(parts) == 3 and parts[0] == "src"):
+            found.add(parts[-2].lower())
+    return frozenset(found - _NOT_PROJECT)
+
+
+def project_words(terms: Sequence[str], question: str, projects: frozenset[str]) -> set[str]:
+    """The ``terms`` that are the project's name written as a word, not as code (not `` `x` ``, ``x()``,
+    ``x.y``): "which replies does cookiecutter accept" asks about the project, not its function
+    ``cookiecutter``; every file of it holds the word, so it tells no chunk from another."""
+    said = set()
+    for term in terms:
+        if term in projects and not re.search(
+            rf"`{re.escape(term)}\b|\b{re.escape(term)}(?:\(|\.\w)", question, re.I
+        ):
+            said.add(term)
+    return said

@@ -30,7 +30,7 @@ MIN_CHUNK_LINES = 6
 STOPWORDS = frozenset(
     """a an and are as at be been by can could did do does doing for from had has have how i if in into
     is it its me my no not of on or our should so than that the their them then there these they this
-    those to was we were what when where which while who whom why will with would you your yes
+    those to was we were what when where which while who whom why will with would you your
     tell show find give list say please about does file files line lines number numbers name named
     defined define defines definition where which value values code function functions method methods
     class classes module modules workspace folder project repository repo many much used use uses

@@ -12,9 +12,10 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from twinny_magics.naming import Named
+from twinny_magics.outline import Definition
 from twinny_magics.retrieval import Chunk
 
 #: What a chunk of a named definition (or of the named file) that raises or warns gains when the question
@@ -34,6 +35,9 @@ _NOT_TESTS = re.compile(
     r"(?:(?:its|the|their|any|of|\w+'s)\s+){0,2}tests?\b",
     re.IGNORECASE,
 )
+#: What a test file's chunk loses when the question does not ask about tests: a test repeats the names and
+#: words of what it tests, so BM25 ranks it beside (or above) the code that answers.
+TEST_PENALTY = 4.0
 TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)test_[^/]*$|_test\.py$")
 
 
@@ -210,3 +214,40 @@ def called_near(focus: re.Pattern[str], lines: Sequence[str]) -> list[str]:
 
 #: Calls that are Python's own, never a workspace definition worth a second look.
 _NOT_CALLS = frozenset(keyword.kwlist) | frozenset(dir(builtins))
+
+
+#: A question about an environment variable ("which environment variable does it read the password
+#: from?"), and a line that reads one: the answer is the name in that line, and the question's words
+#: ("environment", "variable") are rarely in it.
+_ASKS_ENV = re.compile(r"\benv(?:ironment)?\s+var(?:iable)?s?\b|\benv\s+vars?\b", re.IGNORECASE)
+_READS_ENV = re.compile(r"\bos\.environ\b|\bgetenv\s*\(|\bprocess\.env\b|\benv::var\b|\bENV\[")
+#: What such a chunk gains: about what BM25 gives a chunk with two of the question's words.
+ENV_BONUS = 8.0
+
+
+def env_bonus(question: str, body: str) -> float:
+    """What a chunk that reads an environment variable gains for a question about one."""
+    return ENV_BONUS if _ASKS_ENV.search(question) and _READS_ENV.search(body) else 0.0
+
+
+#: What a chunk that defines a name of the question gains over its BM25 score (-rank: about 5 to 20 on
+#: a small library), by the definition's kind: a function or a class of that name comes first.
+DEFINES_BONUS = dict.fromkeys(("const", "var", "let"), 3.0) | dict.fromkeys(("define", "#", "##", "###"), 6.0)
+DEFINES_BONUS |= dict.fromkeys(
+    ("def", "class", "function", "method", "struct", "interface", "type", "trait", "enum"), 20.0
+)
+
+
+def defines_bonus(defined: Iterable[Definition], wanted: Collection[str], question: str) -> float:
+    """What a chunk gains for defining a name the question asks about (``wanted``: its words): it is what
+    the question asks for (before a test of it, or a line that uses it), while BM25 sees only that the
+    word occurs there. A function or a class of that name counts more than an assignment to it
+    (``countby = curry(countby)`` re-exports the function; it does not define it)."""
+    return max(
+        (
+            DEFINES_BONUS.get(d.kind, 3.0)
+            for d in defined
+            if d.name.lower() in wanted and written_as(d.name, question)
+        ),
+        default=0.0,
+    )

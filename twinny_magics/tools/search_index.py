@@ -46,7 +46,8 @@ from twinny_magics.naming import (
     named_by_words,
     named_in,
     named_queries,
-    path_query,
+    project_names,
+    project_words,
 )
 from twinny_magics.outline import Definition, outline
 from twinny_magics.retrieval import (
@@ -68,9 +69,12 @@ from twinny_magics.tools.search_focus import (
     ASKS_TESTS,
     RAISE_BONUS,
     TEST_PATH,
+    TEST_PENALTY,
     TESTS_BONUS,
     assigned_focus,
     called_near,
+    defines_bonus,
+    env_bonus,
     excludes_tests,
     focus_of,
     from_focus,
@@ -78,7 +82,6 @@ from twinny_magics.tools.search_focus import (
     named_uses,
     option_bonus,
     setting_bonus,
-    written_as,
 )
 
 INDEX_VERSION = "3"
@@ -329,9 +332,12 @@ class SearchIndex:
         if update:
             self.update()
         terms = query_terms(words)
+        plain = project_words(terms, words, project_names([f.path for f in self.last.files]))
+        terms = [t for t in terms if t not in plain] or terms
         if not terms:
             return []
         named = named_in(words)
+        named = Named(named.paths, tuple(c for c in named.names if len(c) > 1 or c[0].lower() not in plain))
         if not named.paths:  # "the session log notebook": that file
             named = Named(named_by_words(words, [f.path for f in self.last.files]), named.names)
         focus = focus_of(words, terms, named)
@@ -375,20 +381,24 @@ class SearchIndex:
             f"SELECT file, start, end, body, bm25(chunks, {_WEIGHTS}) AS rank FROM chunks "
             "WHERE chunks MATCH ? ORDER BY rank LIMIT ?"
         )
-        rows = db.execute(select, (match_query(terms), max(n * 6, 24))).fetchall()
+        rows = db.execute(select, (match_query(terms), max(n * 12, 48))).fetchall()
         # A definition the question names (``X in a/b.py``, ``X.y``) is looked for by its own words too:
         # a method or a constant is not among a file's chunk names, and a plain-word query may miss it.
-        extras = named_queries(named) if named else []
-        if named is not None and not named and (in_path := path_query(named, terms)):
-            extras.append(in_path)  # a file named, no definition: that file's chunks with the words
-        for extra in extras:
-            found = db.execute(select, (extra, _NAMED_ROWS)).fetchall()
+        extras: list[tuple[str, str, tuple[str, ...]]] = [
+            (q, select, ()) for q in named_queries(named or Named())
+        ]
+        files = [f.path for f in self.last.files if named.names_file(f.path)][:8] if named is not None else []
+        if files and not named:  # a file named, no definition: its chunks with the words, ranked by them
+            within = select.replace("WHERE", f"WHERE file IN ({', '.join('?' * len(files))}) AND")
+            extras.append((match_query(terms), within, tuple(files)))
+        for extra, query, args in extras:
+            found = db.execute(query, (*args, extra, _NAMED_ROWS)).fetchall()
             seen = {(row[0], row[1]) for row in rows}
             rows += [row for row in found if (row[0], row[1]) not in seen]
         ranked: list[_Candidate] = []
         wanted = set(terms)
         outlines: dict[str, tuple[Definition, ...]] = {}
-        no_tests = excludes_tests(written)
+        no_tests, asks_tests = excludes_tests(written), ASKS_TESTS.search(written) is not None
         # Every row is scored before PER_FILE holds: a file's third chunk by BM25 may be what is asked
         # (the named function's body past its def, the message, the setting) once its bonus is added.
         for path, start, end, body, rank in rows:
@@ -397,21 +407,14 @@ class SearchIndex:
             if (bounds := _bounds(start, end)) is None:
                 continue
             plain = setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
-            plain += option_bonus(written, str(body))
+            aside = not asks_tests and TEST_PATH.search(path) is not None  # a test, not asked about
+            plain -= TEST_PENALTY if aside else 0.0
+            plain += option_bonus(written, str(body)) + env_bonus(written, str(body))
             first, last = bounds
             if path not in outlines:  # one read of a file's outline, however many of its chunks match
                 outlines[path] = _file_definitions(db, path)
             defined = tuple(d for d in outlines[path] if first <= d.line <= last)
-            # A chunk that defines a name the question asks about is what it asks for (before a test of
-            # it, or a line that uses it): BM25 sees only that the word occurs there. A function or a
-            # class of that name counts more than an assignment to it (``countby = curry(countby)``
-            # re-exports the function; it does not define it).
-            asked = [
-                _DEFINES_BONUS.get(d.kind, 3.0)
-                for d in defined
-                if d.name.lower() in wanted and written_as(d.name, written)
-            ]
-            score = -float(rank) + max(asked, default=0.0) + plain
+            score = -float(rank) + (0.0 if aside else defines_bonus(defined, wanted, written)) + plain
             if named:
                 before = [d for d in outlines[path] if d.line <= first]
                 enclosing = max(before, key=lambda d: d.line).name if before else None
@@ -551,16 +554,6 @@ def _bounds(start: object, end: object) -> tuple[int, int] | None:
 def _file_definitions(db: sqlite3.Connection, path: str) -> tuple[Definition, ...]:
     row = db.execute("SELECT outline FROM files WHERE path = ?", (path,)).fetchone()
     return _definitions(row[0] if row else None)
-
-
-#: What a chunk that defines a name of the question gains over its BM25 score (-rank: about 5 to 20 on
-#: a small library), by the definition's kind: a function or a class of that name comes first.
-_DEFINES_BONUS = dict.fromkeys(("const", "var", "let"), 3.0) | dict.fromkeys(
-    ("define", "#", "##", "###"), 6.0
-)
-_DEFINES_BONUS |= dict.fromkeys(
-    ("def", "class", "function", "method", "struct", "interface", "type", "trait", "enum"), 20.0
-)
 
 
 def _definitions(stored: Any) -> tuple[Definition, ...]:

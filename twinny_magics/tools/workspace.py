@@ -22,12 +22,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from twinny_magics import cells, naming, retrieval, tally
+from twinny_magics import cells, retrieval
 from twinny_magics.contracts import Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
-from twinny_magics.tools import commands, files, grep
+from twinny_magics.tools import asked, commands, files, grep
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.matching import request_words
@@ -44,12 +44,6 @@ SEARCH_CHARS = 6000
 EVIDENCE_CHUNKS = 4
 #: How long the head start may spend indexing before a reply's first request.
 HEAD_START_SECONDS = 5.0
-#: A count question's head start gives the counts of at most this many of the files it names, in at most
-#: this share of the head start's room; a line longer than TALLY_LINE_CHARS is cut (its file then may not
-#: parse as Python, and gives fewer counts).
-TALLY_FILES = 2
-TALLY_SHARE = 0.3
-TALLY_LINE_CHARS = 4000
 #: The kernel tools a window under `ROOMY_WINDOW` tokens goes without (about 330 tokens of every request).
 ROOMY_TOOLS = tuple(name for name, tool in TOOLS.items() if tool.roomy)
 ROOMY_WINDOW = 4096
@@ -372,51 +366,15 @@ class Workspace:
         files = counts = ""
         if survey.files:  # an empty folder: nothing to map or find, and "(no files)" only distracts
             terms = retrieval.query_terms(question)
-            counts = self._counts(question, terms, survey, int(chars * TALLY_SHARE)) if evidence else ""
-            chars -= len(counts) + 1 if counts else 0
+            if evidence:
+                counts = asked.counts(self._conf, question, terms, survey, int(chars * asked.TALLY_SHARE))
+                chars -= len(counts) + 1 if counts else 0
+                uses = asked.uses(self._conf, self.limits, question, int(chars * asked.USES_SHARE))
+                counts = "\n".join(part for part in (counts, uses) if part)
+                chars -= len(uses) + 1 if uses else 0
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
         return mask_secrets("\n".join(part for part in (ran, files, counts) if part))
-
-    def _counts(self, question: str, terms: Sequence[str], survey: retrieval.Survey, chars: int) -> str:
-        """For a question that asks how many and names a file, the counts of what that file holds
-        (`tally`), made over the whole file, within ``chars``; '' otherwise (``terms``: its words)."""
-        if not tally.asks_count(question):
-            return ""
-        named = naming.named_in(question)
-        every = [f.path for f in survey.files]
-        by_words = naming.named_by_words(question, every)
-        paths = [p for p in every if named.names_file(p) or p in by_words][:TALLY_FILES]
-        wanted = [*(chain[-1] for chain in named.names), *terms]
-        blocks = [
-            "\n".join(
-                [f"{folder}/ (a folder):", *(f"- {line}" for line in tally.folder_counts(folder, every))]
-            )
-            for folder in naming.named_folders(question, every)[:TALLY_FILES]
-        ]
-        for path in paths:
-            try:
-                reader = files.TextLines(
-                    self._conf.resolve(path), keep=TALLY_LINE_CHARS, budget=tally.TALLY_CHARS
-                )
-                lines = [head for head, _ in reader]
-            except (OSError, WorkspaceError, ValueError):
-                continue
-            counted = tally.tally(path, lines, wanted)
-            if reader.truncated:
-                counted = [f"the first {len(lines)} lines (the file goes on): " + counted[0], *counted[1:]]
-            blocks.append("\n".join([f"{path}:", *(f"- {line}" for line in counted)]))
-        if not blocks:
-            return ""
-        lead = (
-            "Counted by the loop over the whole file or folder (exact: use these numbers, do not count lines "
-            "shown):"
-        )
-        text = "\n".join([lead, *blocks])
-        if len(text) <= chars:
-            return text
-        cut = text.rfind("\n", 0, chars)
-        return text[:cut] if cut > len(lead) else ""
 
     def _cells_ran(self, question: str, chars: int) -> str:
         """For a question about what ran in the notebook, the newest cells run in the kernel (their

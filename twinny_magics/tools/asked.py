@@ -1,0 +1,148 @@
+"""What the head start adds for two kinds of question, made by the loop over the whole workspace: the
+counts a count question asks for (`counts`, from `tally`), and the lines that import, call or use the
+name a "which modules import X" question gives (`uses`, from grep). Both come after the evidence, each
+within its share of the head start; each file is read through the workspace's confinement, secrets
+masked as in every tool output.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from twinny_magics import naming, retrieval, tally
+from twinny_magics.errors import WorkspaceError
+from twinny_magics.tools import files, grep
+from twinny_magics.tools.base import ToolLimits
+from twinny_magics.tools.paths import Confinement
+from twinny_magics.tools.search_focus import TEST_PATH, excludes_tests
+
+#: A count question's head start gives the counts of at most this many of the files (and folders) it
+#: names, in at most this share of the head start's room; a line longer than TALLY_LINE_CHARS is cut (its
+#: file then may not parse as Python, and gives fewer counts).
+TALLY_FILES = 2
+TALLY_SHARE = 0.3
+TALLY_LINE_CHARS = 4000
+#: A "which modules import X" question's lines: at most this many, in at most this share.
+USES_LINES = 12
+USES_SHARE = 0.3
+COUNTS_LEAD = (
+    "Counted by the loop over the whole file or folder (exact: use these numbers, do not count lines shown):"
+)
+
+
+def counts(
+    conf: Confinement, question: str, terms: Sequence[str], survey: retrieval.Survey, chars: int
+) -> str:
+    """For a question that asks how many and names a file or folder, the counts of what it holds
+    (`tally`), made over the whole of it, within ``chars``; '' otherwise (``terms``: its words)."""
+    if not tally.asks_count(question):
+        return ""
+    named = naming.named_in(question)
+    every = [f.path for f in survey.files]
+    by_words = naming.named_by_words(question, every)
+    paths = [p for p in every if named.names_file(p) or p in by_words][:TALLY_FILES]
+    wanted = [*(chain[-1] for chain in named.names), *terms]
+    blocks = [
+        "\n".join([f"{folder}/ (a folder):", *(f"- {line}" for line in tally.folder_counts(folder, every))])
+        for folder in naming.named_folders(question, every)[:TALLY_FILES]
+    ]
+    for path in paths:
+        try:
+            reader = files.TextLines(conf.resolve(path), keep=TALLY_LINE_CHARS, budget=tally.TALLY_CHARS)
+            lines = [head for head, _ in reader]
+        except (OSError, WorkspaceError, ValueError):
+            continue
+        counted = tally.tally(path, lines, wanted)
+        if reader.truncated:
+            counted = [f"the first {len(lines)} lines (the file goes on): " + counted[0], *counted[1:]]
+        blocks.append("\n".join([f"{path}:", *(f"- {line}" for line in counted)]))
+    return _within(COUNTS_LEAD, blocks, chars)
+
+
+#: "Which modules import X", "which functions call X", "where is X used": the verb and the name.
+_VERB_NAME = re.compile(r"\b(import|call|use|refer)(?:s|ed|d)?\s+`?([A-Za-z_]\w*)`?(?:\(\))?", re.IGNORECASE)
+_NAME_VERB = re.compile(
+    r"\b([A-Za-z_]\w*)`?(?:\(\))?\s+(?:is\s+|are\s+|gets\s+|get\s+)?(import|call|use|refer)(?:ed|d)\b",
+    re.IGNORECASE,
+)
+#: The question asks for the places, not for what the name does ("which modules", "where", "every").
+_ASKS_PLACES = re.compile(
+    r"\b(?:which|what|where|every|all|list|name)\b[^?]*\b(?:modules?|files?|functions?|methods?|classes?|places?)\b"
+    r"|\bwhere\b|\bevery\s+(?:module|file|place)\b",
+    re.IGNORECASE,
+)
+
+
+_DEFINES = re.compile(r"\bdefin(?:e|es|ed|ition)\b", re.IGNORECASE)
+
+
+def asks_uses(question: str) -> tuple[str, str] | None:
+    """``(verb, name)`` when ``question`` asks which places import, call or use a name it gives as code
+    ("which modules import get_user_config"); None otherwise."""
+    names = {chain[-1] for chain in naming.named_in(question).names}
+    # The sentence that asks for the places names the verb ("notebook.ipynb calls f. Which file defines
+    # it?" asks where f is defined, not who calls it).
+    for sentence in re.split(r"(?<=[.?!])\s+", question):
+        if not _ASKS_PLACES.search(sentence) or _DEFINES.search(sentence):
+            continue
+        for found in (*_VERB_NAME.finditer(sentence), *_NAME_VERB.finditer(sentence)):
+            verb, name = found.group(1, 2) if found.re is _VERB_NAME else found.group(2, 1)
+            if name in names:
+                return verb.lower(), name
+    return None
+
+
+def uses_pattern(verb: str, name: str) -> str:
+    """The grep pattern for the lines that ``verb`` (import, call, use) ``name``."""
+    n = re.escape(name)
+    if verb == "import":
+        return rf"^\s*(?:from\s+\S+\s+)?import\b.*\b{n}\b"
+    if verb == "call":
+        return rf"\b{n}\s*\("
+    return rf"\b{n}\b"
+
+
+def uses(conf: Confinement, limits: ToolLimits, question: str, chars: int) -> str:
+    """For a question asking which places import, call or use a name, the lines that do, found by grep
+    over the workspace (not the name's own definitions; not the tests when the question leaves them out),
+    within ``chars``; '' otherwise."""
+    asked = asks_uses(question)
+    if asked is None:
+        return ""
+    verb, name = asked
+    try:
+        found = grep.grep(conf, limits, uses_pattern(verb, name), None)
+    except WorkspaceError:
+        return ""
+    no_tests = excludes_tests(question)
+    defining = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
+    rows = []
+    for row in found.splitlines():
+        path, sep, rest = row.partition(":")
+        number, sep2, text = rest.partition(": ")
+        if not (sep and sep2 and number.isdigit()) or defining.match(text):
+            continue
+        if no_tests and TEST_PATH.search(path):
+            continue
+        rows.append(row)
+    if not rows:
+        return ""
+    what = {"import": "import", "call": "call", "use": "use", "refer": "use"}[verb]
+    where = ", outside the tests" if no_tests else ""
+    more = f" (the first {USES_LINES} of {len(rows)})" if len(rows) > USES_LINES else ""
+    lead = (
+        f"Every line that {what}s {name}, found by the loop with grep over the whole workspace{where}{more}:"
+    )
+    return _within(lead, rows[:USES_LINES], chars)
+
+
+def _within(lead: str, blocks: Sequence[str], chars: int) -> str:
+    """``lead`` and ``blocks`` one a line, cut at a line to ``chars``; '' when none fits."""
+    if not blocks:
+        return ""
+    text = "\n".join([lead, *blocks])
+    if len(text) <= chars:
+        return text
+    cut = text.rfind("\n", 0, chars)
+    return text[:cut] if cut > len(lead) else ""
