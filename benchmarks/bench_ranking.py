@@ -104,6 +104,9 @@ def measure(task: Task, root: Path, workspace: Workspace, chars: int) -> dict[st
         else ""
     )
     chunks = shown_lines(text)
+    # The one-line definitions of the constants the best chunk uses come before it: they count as its.
+    while len(chunks) > 1 and len(chunks[0]) == 1:
+        chunks = [chunks[0] + chunks[1], *chunks[2:]]
     seen = {pair for chunk in chunks for pair in chunk}
     found = wanted & seen
     rank = next((k + 1 for k, chunk in enumerate(chunks) if wanted & set(chunk)), None)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from test_ranking_named import evidence
 
+from twinny_magics import retrieval
 from twinny_magics.naming import defining_line, named_in, project_names, project_words
 from twinny_magics.retrieval import query_terms
 from twinny_magics.tools import asked
@@ -209,3 +210,54 @@ def test_the_uses_block_stays_within_its_share_and_shows_file_text_inert(proj: P
             assert len([line for line in block.splitlines()[1:] if line]) <= asked.USES_LINES
     text = ws.head_start("Where is get_user_config used?", 4000)
     assert "sk-live-0123456789abcdefghijklmnopqrstuv" not in text
+
+
+def test_the_constants_the_best_chunk_uses_come_first_one_line_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TWINNY_MAGICS_INDEX_DIR", str(tmp_path / "index"))
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "review.py").write_text(
+        "CUTOFF_DOLLARS = 250\n"
+        "MIN_KEEP = 10\n"
+        "DEFAULTS = {\n    'a': 1,\n}\n"
+        "API_TOKEN = 'sk-live-0123456789abcdefghijklmnopqrstuv'\n"
+        + "".join(f"PAD_{k} = {k}\n" for k in range(30))
+        + "\n\ndef flag_orders(orders):\n"
+        '    """Flag the large orders for review."""\n'
+        + "".join(f"    step_{k} = {k}  # part {k}\n" for k in range(12))
+        + "    limit = CUTOFF_DOLLARS if DEFAULTS else MIN_KEEP\n"
+        "    token = API_TOKEN\n"
+        "    return [o for o in orders if o > limit]\n"
+    )
+    # The chunk of flag_orders as the search gives it: the constants' own chunk is not among the evidence.
+    ws = Workspace(root)
+    rows = (root / "review.py").read_text().splitlines()
+    best = asked.Chunk("review.py", 39, 55, tuple(rows[38:55]), ("flag_orders",))
+    other = asked.Chunk("other.py", 1, 2, ("def g():", "    return MIN_KEEP"))
+    found = asked.constants(ws.conf, [best, other])
+    assert [(c.start, c.lines, c.names) for c in found[:2]] == [
+        (1, ("CUTOFF_DOLLARS = 250",), ("CUTOFF_DOLLARS",)),
+        (2, ("MIN_KEEP = 10",), ("MIN_KEEP",)),
+    ]
+    # DEFAULTS = { goes on: one line of it says nothing; API_TOKEN's line is shown (masked, as every line
+    # the head start shows is); no PAD_ constant is used.
+    assert found[2].names == ("API_TOKEN",)
+    assert found[3:] == [best, other]
+    text = retrieval.render_chunks(found, 3000)
+    assert text.startswith("review.py (CUTOFF_DOLLARS):\n1: CUTOFF_DOLLARS = 250\nreview.py (MIN_KEEP):")
+    assert "sk-live-0123456789abcdefghijklmnopqrstuv" not in ws.head_start(
+        "What does flag_orders return?", 6000
+    )
+    # Defined in a chunk shown already: not again.
+    shown = asked.Chunk("review.py", 1, 2, tuple(rows[:2]))
+    assert asked.constants(ws.conf, [best, shown]) == [found[2], best, shown]
+
+
+def test_no_constant_lines_when_the_chunk_defines_them_or_uses_none() -> None:
+    chunk = asked.Chunk("a.py", 1, 3, ("LIMIT = 3", "def f():", "    return LIMIT"))
+    assert asked.constants(None, [chunk]) == [chunk]  # type: ignore[arg-type]  # no file read: none needed
+    plain = asked.Chunk("a.py", 5, 6, ("def g(x):", "    return x.upper()"))
+    assert asked.constants(None, [plain]) == [plain]  # type: ignore[arg-type]
+    assert asked.constants(None, []) == []  # type: ignore[arg-type]

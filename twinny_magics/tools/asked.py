@@ -1,8 +1,10 @@
-"""What the head start adds for two kinds of question, made by the loop over the whole workspace: the
-counts a count question asks for (`counts`, from `tally`), and the lines that import, call or use the
-name a "which modules import X" question gives (`uses`, from grep). Both come after the evidence, each
-within its share of the head start; each file is read through the workspace's confinement, secrets
-masked as in every tool output.
+"""What the head start adds to the ranked evidence, made by the loop: the counts a count question asks
+for (`counts`, from `tally`); the lines that import, call or use the name a "which modules import X"
+question gives (`uses`, from grep); and the one-line definitions of the constants the best chunk uses
+but does not define (`constants`: ``USER_CONFIG_PATH = …``, ``LARGE_ORDER = 250``). The first two come
+after the evidence, each within its share of the head start; the constants right after the chunk that
+uses them. Each file is read through the workspace's confinement, secrets masked as in every tool
+output.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 
 from twinny_magics import naming, retrieval, tally
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.retrieval import Chunk
 from twinny_magics.tools import files, grep
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.paths import Confinement
@@ -146,3 +149,45 @@ def _within(lead: str, blocks: Sequence[str], chars: int) -> str:
         return text
     cut = text.rfind("\n", 0, chars)
     return text[:cut] if cut > len(lead) else ""
+
+
+#: A constant as code writes it: capitals, digits and underscores, with a letter after the first.
+_CONSTANT = re.compile(r"(?<![\w.])([A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]|[A-Z]{4,})(?![\w(])")
+#: At most this many constants a head start, each one line; the file is read this far for them.
+CONSTANTS = 3
+CONSTANT_SCAN_LINES = 3000
+
+
+def constants(conf: Confinement, chunks: Sequence[Chunk]) -> list[Chunk]:
+    """``chunks`` with, before the first, the line of its file that defines each constant the first chunk
+    uses and no chunk shows defined (at most `CONSTANTS`, each a one-line chunk headed by its name): the
+    value a threshold, a default path or a limit has is often the answer, and it sits at the file's top,
+    far from its use (and past the part of a long chunk that fits)."""
+    if not chunks:
+        return list(chunks)
+    best = chunks[0]
+    shown = "\n".join(line for c in chunks for line in c.lines)
+    used = [
+        n
+        for n in dict.fromkeys(_CONSTANT.findall("\n".join(best.lines)))
+        if naming.defining_line(shown.splitlines(), n) is None
+    ]
+    if not used:
+        return list(chunks)
+    try:
+        reader = files.TextLines(conf.resolve(best.path), keep=400)
+        lines = [head for _, (head, _) in zip(range(CONSTANT_SCAN_LINES), reader, strict=False)]
+    except (OSError, WorkspaceError, ValueError):
+        return list(chunks)
+    found: list[Chunk] = []
+    for name in used:
+        at = naming.defining_line(lines, name)
+        if at is not None and len(found) < CONSTANTS and _one_line(lines[at]):
+            found.append(Chunk(best.path, at + 1, at + 1, (lines[at],), (name,)))
+    return [*sorted(found, key=lambda c: c.start), best, *chunks[1:]]
+
+
+def _one_line(line: str) -> bool:
+    """Whether a definition is whole on its line (``DEFAULT = {`` goes on: one line of it says nothing)."""
+    opened = sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
+    return opened <= 0 and not line.rstrip().endswith("\\")

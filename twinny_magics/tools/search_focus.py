@@ -178,6 +178,15 @@ _OPTION = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
 OPTION_BONUS = 30.0
 
 
+#: What a chunk with a line that names every option the question names gains (BM25 sees only common
+#: words: "config", "file", "default").
+OPTIONS_BONUS = 15.0
+
+
+def _named_option(option: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(option)}(?![\w-])")
+
+
 def _declares(options: list[str]) -> re.Pattern[str]:
     """A line that declares one of ``options`` as a quoted string (``"--liteclirc",``, ``'-c, --config'``)."""
     said = "|".join(re.escape(o) for o in options)
@@ -191,7 +200,11 @@ def option_bonus(question: str, body: str) -> float:
     --execute when neither --csv nor --table is given" asks about the code that reads them); a test's argv
     that passes it declares nothing."""
     options = sorted(set(_OPTION.findall(question)))
-    if len(options) != 1:  # several named are the context of a question about the code that reads them
+    if len(options) > 1:  # the line that names them all (a changelog's entry, a help text), else none:
+        # several named are the context of a question about the code that reads them
+        together = (line for line in body.splitlines() if all(_named_option(o).search(line) for o in options))
+        return OPTIONS_BONUS if any(together) else 0.0
+    if not options:
         return 0.0
     declared = rf"(?:option|argument)\(\s*(?:[\"'][^\"'\n]*[\"'],\s*)*{_declares(options).pattern}"
     return OPTION_BONUS if re.search(declared, body) else 0.0

@@ -373,6 +373,7 @@ class Workspace:
                 counts = "\n".join(part for part in (counts, uses) if part)
                 chars -= len(uses) + 1 if uses else 0
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
+            chunks = asked.constants(self._conf, chunks)
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
         return mask_secrets("\n".join(part for part in (ran, files, counts) if part))
 
