@@ -12,7 +12,7 @@ import pytest
 from test_ranking_named import evidence
 
 from twinny_magics import retrieval
-from twinny_magics.naming import defining_line, named_in, project_names, project_words
+from twinny_magics.naming import defining_line, named_by_words, named_in, project_names, project_words
 from twinny_magics.retrieval import query_terms
 from twinny_magics.tools import asked
 from twinny_magics.tools.search_focus import env_bonus
@@ -261,3 +261,19 @@ def test_no_constant_lines_when_the_chunk_defines_them_or_uses_none() -> None:
     plain = asked.Chunk("a.py", 5, 6, ("def g(x):", "    return x.upper()"))
     assert asked.constants(None, [plain]) == [plain]  # type: ignore[arg-type]
     assert asked.constants(None, []) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("question", "found"),
+    [
+        ("According to the changelog, which release added unblock?", ("CHANGELOG.rst", "docs/changelog.rst")),
+        ("What do the release notes say about 2.0?", ("CHANGELOG.rst", "docs/changelog.rst")),
+        ("Which licence does the project use, by its license file?", ("LICENSE",)),
+        ("What does the readme say about installing?", ("README.md",)),
+        ("Which change did the log module make?", ("src/log.py",)),  # "change", "log" apart: no changelog
+    ],
+)
+def test_a_file_named_by_what_it_is(question: str, found: tuple[str, ...]) -> None:
+    paths_ = ["CHANGELOG.rst", "docs/changelog.rst", "src/pkg/changelog_helper.py", "LICENSE", "README.md"]
+    paths_ += ["pkg/README.md", "src/log.py"]
+    assert named_by_words(question, paths_) == found

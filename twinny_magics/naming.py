@@ -141,7 +141,22 @@ def named_by_words(question: str, paths: Sequence[str]) -> tuple[str, ...]:
         kinds = (*_KIND_WORDS.get(suffix, ()), "file")
         if all(len(p) > 1 for p in parts) and any(f" {words} {kind} " in said for kind in kinds):
             found.append(path)
+        elif "/" not in path.strip("/").removeprefix("docs/") and any(
+            said_kind in said and stem.upper().startswith(names) for said_kind, names in _FILE_KINDS.items()
+        ):
+            found.append(path)  # "according to the changelog": CHANGELOG.rst, at the top or in docs/
     return tuple(found) if len(found) <= 3 else ()
+
+
+#: Files a question names by what they are: the project's changelog, its readme, its licence.
+_FILE_KINDS = {
+    " changelog ": ("CHANGELOG", "CHANGES", "HISTORY", "NEWS", "RELEASE"),
+    " change log ": ("CHANGELOG", "CHANGES", "HISTORY", "NEWS"),
+    " release notes ": ("CHANGELOG", "CHANGES", "HISTORY", "NEWS", "RELEASE"),
+    " readme ": ("README",),
+    " license ": ("LICENSE", "LICENCE", "COPYING"),
+    " licence ": ("LICENSE", "LICENCE", "COPYING"),
+}
 
 
 @functools.lru_cache(maxsize=256)
