@@ -7,6 +7,7 @@ problem message's example call should search for); each reads this one value, ma
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 
@@ -55,6 +56,19 @@ class Question:
             return problem.replace(_CANONICAL_EXAMPLE, format_call(aimed))
         return problem.replace(_CANONICAL_EXAMPLE, fallback) if fallback else problem
 
+    def answers_in_a_call(self, problems: list[str], text: str) -> bool:
+        """Whether a reply whose every problem is a call of a tool that does not exist is an answer in a
+        call's shape: the name a class's or an exception's (``{"name": "ValueError", "arguments":
+        {"message": …}}``), which no tool is and the question does not give, after a sentence of prose
+        ("Therefore, the exception raised … is:"). Sent back, the model wrote it again, then nothing."""
+        names = [_UNKNOWN.match(p) for p in problems]
+        if len(text) > ANSWER_CHARS or not names or any(n is None or not n.group(1)[:1].isupper() for n in names):
+            return False
+        if any(_named_in_text(n.group(1), self.text) for n in names if n is not None):
+            return False
+        prose = re.sub(r"```.*?(?:```|$)|\{.*\}", " ", text, flags=re.DOTALL)
+        return len(re.findall(r"[A-Za-z]{2,}", prose)) >= PROSE_WORDS
+
     def _name_called(self, problem: str) -> str | None:
         """The name of a tool that does not exist which a problem reports, when it is a name the question
         itself gives (a small model calls the function it was asked about as if it were a tool)."""
@@ -64,6 +78,10 @@ class Question:
         return unknown.group(1)
 
 
+#: Words of prose outside a call's block that make a reply an answer (see `Question.answers_in_a_call`).
+PROSE_WORDS = 8
+#: A reply longer than this is never read as an answer in a call's shape.
+ANSWER_CHARS = 20_000
 #: The protocol's message for a call of a tool not offered, and the name it reports.
 _UNKNOWN = re.compile(r'^There is no tool called "([A-Za-z_]\w{0,59})"')
 
@@ -75,3 +93,25 @@ def _named_in_text(name: str, text: str) -> bool:
 def about_the_question(problem: str, question: str, fallback: str = "") -> str:
     """``problem`` with its example call aimed at ``question``'s word (see :meth:`Question.aim`)."""
     return Question.read(question).aim(problem, fallback)
+
+
+_BLOCK = re.compile(r"```[\w-]*\s*(\{.*?\})\s*```|(\{.*\})", re.DOTALL)
+
+
+def call_as_prose(text: str) -> str:
+    """``text`` with each block shaped as a call (``{"name": "ValueError", "arguments": {"message":
+    "…"}}``) written as what it says: ``ValueError ("…")``. Blocks that are not such JSON stay."""
+
+    def prose(found: re.Match[str]) -> str:
+        try:
+            data = json.loads(found.group(1) or found.group(2))
+        except ValueError:
+            return found.group(0)
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            return found.group(0)
+        arguments = data.get("arguments")
+        arguments = arguments if isinstance(arguments, dict) else {}
+        said = ", ".join(json.dumps(v) if not isinstance(v, str) else f'"{v}"' for v in arguments.values())
+        return f"{data['name']}" + (f" ({said})" if said else "")
+
+    return _BLOCK.sub(prose, text)

@@ -56,7 +56,7 @@ from .grounding import correction as quote_correction
 from .grounding import ungrounded
 from .meter import Meter, Weighed, reuses_cache
 from .offer import Offer
-from .question import Question
+from .question import Question, call_as_prose
 from .reading import Heard, Reader, refuses_grammar
 from .supported import settle
 from .telling import Teller
@@ -280,6 +280,8 @@ class Run:
         reply, text, calls = self.reply, answer.text, answer.calls
         listing = protocol.workspace_example(self.tools.definitions()) if answer.problems else ""
         problems = [self.question.aim(p, listing) for p in answer.problems]
+        if self.question.answers_in_a_call(answer.problems, text):  # an answer in a call's shape
+            problems, text = [], call_as_prose(text)
         imitation = imitated_results(text, self.tools.definitions())
         if imitation is not None:
             # Only the loop writes results: an imitated one is kept neither as the step's text nor in the
