@@ -62,7 +62,11 @@ class Question:
         {"message": …}}``), which no tool is and the question does not give, after a sentence of prose
         ("Therefore, the exception raised … is:"). Sent back, the model wrote it again, then nothing."""
         names = [_UNKNOWN.match(p) for p in problems]
-        if len(text) > ANSWER_CHARS or not names or any(n is None or not n.group(1)[:1].isupper() for n in names):
+        if (
+            len(text) > ANSWER_CHARS
+            or not names
+            or any(n is None or not n.group(1)[:1].isupper() for n in names)
+        ):
             return False
         if any(_named_in_text(n.group(1), self.text) for n in names if n is not None):
             return False
