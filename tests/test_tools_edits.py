@@ -325,6 +325,16 @@ async def test_a_rename_says_where_the_old_name_is_still_used(tmp_path: Path) ->
         ("k = 128", "k = 256", "k = 256\nk = 128\n", ""),  # numbers are not names
         ("multi_line = False", "multi_line = True", "multi_line = True\nwarn = False\n", ""),  # a value
         ("x = None", "x = default_x", "x = default_x\ny = None\n", ""),  # a keyword is no name
+        # A parameter renamed: its :param and its uses are left; the word in prose is not a use.
+        (
+            "def add(ingredients: tuple):",
+            "def add(pantry: tuple):",
+            'def add(pantry: tuple):\n    """Look at the ingredients and offer yours.\n\n'
+            "    :param ingredients: the ingredients, don't touch them!\n    :return: a list of ingredients\n"
+            '    """\n    for i in ingredients:\n        print(i)\n    return ingredients\n',
+            "ingredients is still on lines 4, 7, 9 of this file",
+        ),
+        ("def add(ingredients):", "def add(pantry):", "def add(pantry):\n    # the ingredients list\n", ""),
     ],
 )
 def test_what_a_rename_leaves_is_named(find: str, replace: str, after: str, note: str) -> None:

@@ -184,7 +184,7 @@ def still_there(find: str, replace: str, after: str, rel: str = "") -> str:
     one = next(iter(brought)) if len(gone) == 1 and len(brought) == 1 else ""
     for name in sorted(gone)[:3]:
         word = re.compile(rf"\b{name}\b")
-        lines = [n for n, line in enumerate(rows, 1) if word.search(line)]
+        lines = [n for n, line in enumerate(rows, 1) if word.search(line) and _code_use(line, name)]
         if lines:
             shown = ", ".join(map(str, lines[:LEFT_LINES])) + (", …" if len(lines) > LEFT_LINES else "")
             where = "line" if len(lines) == 1 else "lines"
@@ -196,6 +196,27 @@ def still_there(find: str, replace: str, after: str, rel: str = "") -> str:
     if not notes:
         return ""
     return f"{'; '.join(notes)} of this file: if each use should change too, edit those as well{first}"
+
+
+#: A word before a name that makes it prose ("a list of ingredients", "look at the ingredients"), unless
+#: the name is set off as code (":param ingredients:", "f(ingredients)").
+_PROSE_BEFORE = re.compile(r"(?:^|[\s])([a-z]+)\s+$")
+
+
+def _code_use(line: str, name: str) -> bool:
+    """Whether ``name`` is on ``line`` as code at least once: next to a symbol (``(``, ``=``, ``:``, ``.``,
+    a quote), after a keyword (``return ingredients``), alone on its line; not as a word of prose between
+    words ("have a look at the ingredients and …", "a list of ingredients") — a rename leaves those."""
+    for found in re.finditer(rf"\b{re.escape(name)}\b", line):
+        before, after = line[: found.start()], line[found.end() :]
+        prose = _PROSE_BEFORE.search(before)
+        if (
+            prose is None
+            or keyword.iskeyword(prose.group(1))
+            or not re.match(r"\s|$|[.,;!?]\s|[.,;!?]$", after)
+        ):
+            return True
+    return False
 
 
 def _line_call(rel: str, text: str, line: str, new: str, lead: str) -> str:
