@@ -441,3 +441,54 @@ def test_folder_names_are_one_short_line_however_they_are_written() -> None:
     paths = ["d/" + "x\u202e" * 100 + ".py", "d/<img src=x onerror=alert(1)>.py"]
     counted = tally.folder_counts("d", paths)
     assert all("\n" not in line and len(line) < 300 for line in counted)
+
+
+def test_a_notebooks_cells_are_counted_for_what_they_assign_and_show(tmp_path: Path) -> None:
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Log"},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": 1,
+            "outputs": [],
+            "source": "%matplotlib inline\nLIMIT = 90\nlog = [('a', 1), ('b', 2), ('c', 3), ('d', 4)]",
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": 2,
+            "outputs": [
+                {"output_type": "execute_result", "data": {"text/plain": "['a', 'b', 'c']"}, "metadata": {}}
+            ],
+            "source": "[name for name, _ in log if _ < 4]",
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": 3,
+            "outputs": [
+                {"output_type": "execute_result", "data": {"text/plain": "__import__('os').system('x')"}},
+            ],
+            "source": "def broken(:",
+        },
+    ]
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    counted = tally.tally("n.ipynb", notebook_lines(path, "n.ipynb"))
+    assert "cell 3's output: a list of 3 items: 'a', 'b', 'c'" in counted
+    assert "log = a list of 4 items (cell 2): tuple, tuple, tuple, tuple" in counted
+    # An output is read as a literal, never run; a cell that does not parse gives nothing.
+    assert not any("cell 4" in line for line in counted)
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("Above how many seconds does the notebook put a query on the slow list?", False),
+        ("How many bytes does the buffer hold at most?", False),
+        ("How many times does run call echo?", True),
+        ("How many rules are there, and how many seconds does each take?", True),
+    ],
+)
+def test_a_question_for_a_measure_is_no_count(question: str, asks: bool) -> None:
+    assert tally.asks_count(question) is asks

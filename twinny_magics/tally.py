@@ -28,8 +28,13 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from twinny_magics.outline import file_suffix
 from twinny_magics.sections import markdown_titles, rst_titles
 
-#: A question that asks for a count.
+#: A question that asks for a count; not one for a measure ("above how many seconds", "how many bytes").
 ASKS_COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b", re.IGNORECASE)
+_MEASURE = re.compile(
+    r"\bhow\s+many\s+(?:milli|micro|nano)?(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|bytes?|"
+    r"[kmgt]i?b|kilobytes?|megabytes?|characters?|chars?|pixels?|percent|degrees?|dollars?|euros?)\b",
+    re.IGNORECASE,
+)
 #: Files longer than this (characters) are counted by their lines only.
 TALLY_CHARS = 1_000_000
 #: At most this many count lines a file (the first lines are the file's broadest counts).
@@ -41,6 +46,8 @@ NAME_CHARS = 40
 
 def asks_count(question: str) -> bool:
     """Whether ``question`` asks how many of something there are."""
+    if _MEASURE.search(question) and len(ASKS_COUNT.findall(question)) == 1:
+        return False
     return ASKS_COUNT.search(question) is not None
 
 
@@ -288,6 +295,50 @@ def notebook_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
     out.append(("", f"cells in all: {sum(kinds.values())}"))
     if kinds["code"]:
         out.append(("", f"code cells that ran (have an execution count): {ran}"))
+    return out + _cell_collections(lines)
+
+
+_OUT = "# out: "
+
+
+def _cell_collections(lines: Sequence[str]) -> list[tuple[str, str]]:
+    """What a notebook's code cells hold and show: each collection a cell assigns (as in a module), and
+    each output that is a list, tuple, set or dict written out whole ("cell 3's output: a list of 4
+    items"), read as a literal, never run."""
+    out: list[tuple[str, str]] = []
+    cell, kind = 0, ""
+    source: list[str] = []
+
+    def flush() -> None:
+        if kind != "code" or not source:
+            return
+        try:
+            tree = ast.parse("\n".join(source))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        for name, line in _collections(tree):
+            out.append((name, re.sub(r"\(line (\d+)", rf"(cell {cell}", line, count=1)))
+
+    for line in lines:
+        header = _CELL.match(line)
+        if header:
+            flush()
+            cell, kind, source = int(header.group(1)), header.group(2), []
+        elif line.startswith(_OUT):
+            try:
+                value = ast.literal_eval(line[len(_OUT) :])
+            except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
+                continue
+            if isinstance(value, (list, tuple, set, dict)) and value:
+                noun = "keys" if isinstance(value, dict) else "items"
+                shown = [repr(v) if isinstance(v, str) else _name(str(v)) for v in value]
+                what = (
+                    f"cell {cell}'s output: a {type(value).__name__} of {len(value)} {noun}: {_some(shown)}"
+                )
+                out.append(("", what))
+        elif kind == "code" and not line.lstrip().startswith(("%", "!")):
+            source.append(line)
+    flush()
     return out
 
 
