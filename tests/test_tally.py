@@ -492,3 +492,15 @@ def test_a_notebooks_cells_are_counted_for_what_they_assign_and_show(tmp_path: P
 )
 def test_a_question_for_a_measure_is_no_count(question: str, asks: bool) -> None:
     assert tally.asks_count(question) is asks
+
+
+def test_a_decorator_the_question_writes_comes_before_what_the_function_calls() -> None:
+    source = (
+        "import click\n\n\n@click.command()\n"
+        + "".join(f"@click.option('--o{k}')\n" for k in range(6))
+        + "def main(**kw):\n"
+        + "    click.echo('a')\n" * 4
+    )
+    counted = tally.tally("cli.py", lines_of(source), ["option", "decorators", "main"])
+    decorated = counted.index("functions decorated @click.option: 6 (main, main, main, main, …, main)")
+    assert decorated < counted.index("calls to click.echo() in main: 4")

@@ -84,7 +84,8 @@ def tally(path: str, lines: Sequence[str], names: Collection[str] = ()) -> list[
     said = {_stem(word) for name in wanted for word in _WORDS.findall(name)}
 
     def order(pair: tuple[str, str]) -> tuple[int, int]:
-        group = 0 if not pair[0] else 1 if pair[0].lower() in wanted else 2
+        about = pair[0].lower()
+        group = 0 if not about else 1 if about in wanted or about.rsplit(".", 1)[-1] in wanted else 2
         label = pair[1].split(":", 1)[0]
         return group, -sum(1 for w in {_stem(word) for word in _WORDS.findall(label.lower())} if w in said)
 
@@ -97,8 +98,10 @@ _WORDS = re.compile(r"[a-z0-9]+")
 
 
 def _stem(word: str) -> str:
-    """A word without its plural ending: "tests" and "test" are one word here."""
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    """A word without its plural ending, and a longer one without ``ed``/``or``: "tests" and "test",
+    "decorators" and "decorated" are one word here."""
+    word = word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    return word[:-2] if len(word) > 6 and word.endswith(("ed", "or")) else word
 
 
 def _name(text: str) -> str:
