@@ -277,3 +277,21 @@ def test_a_file_named_by_what_it_is(question: str, found: tuple[str, ...]) -> No
     paths_ = ["CHANGELOG.rst", "docs/changelog.rst", "src/pkg/changelog_helper.py", "LICENSE", "README.md"]
     paths_ += ["pkg/README.md", "src/log.py"]
     assert named_by_words(question, paths_) == found
+
+
+def test_a_question_asking_where_a_name_is_defined_gets_the_definition_beside_the_file_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TWINNY_MAGICS_INDEX_DIR", str(tmp_path / "index"))
+    root = tmp_path / "work"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "legend.py").write_text(
+        "".join(f"def helper_{k}(x):\n    return x + {k}\n\n\n" for k in range(30))
+        + "class Base:\n    def get_legend_classes(self, fmt='{:.2f}'):\n        return [fmt]\n"
+    )
+    (root / "use.py").write_text("from pkg.legend import Base\n\nq = Base()\nprint(q.get_legend_classes())\n")
+    asked_where = "use.py calls get_legend_classes on a Base. In which class is that method defined?"
+    assert named_in(asked_where).definition
+    assert not named_in("What does use.py pass to get_legend_classes?").definition
+    assert "pkg/legend.py" in paths(root, asked_where)
+    assert paths(root, "What does use.py pass to get_legend_classes?")[0] == "use.py"

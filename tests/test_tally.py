@@ -474,7 +474,9 @@ def test_a_notebooks_cells_are_counted_for_what_they_assign_and_show(tmp_path: P
     ]
     path = tmp_path / "n.ipynb"
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    counted = tally.tally("n.ipynb", notebook_lines(path, "n.ipynb"))
+    lines = notebook_lines(path, "n.ipynb")
+    assert not any("output" in line for line in tally.tally("n.ipynb", lines, (), "How many cells ran?"))
+    counted = tally.tally("n.ipynb", lines, (), "How many names does the notebook find?")
     assert "cell 3's output: a list of 3 items: 'a', 'b', 'c'" in counted
     assert "log = a list of 4 items (cell 2): tuple, tuple, tuple, tuple" in counted
     # An output is read as a literal, never run; a cell that does not parse gives nothing.

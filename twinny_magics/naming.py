@@ -42,6 +42,7 @@ _PATHS_NAME = re.compile(rf"(?:{_NAMED_PATH.pattern})`?'s\s+`?(?P<name>[A-Za-z_]
 _QUOTED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
 #: A function written as called with nothing: "which format does cli() set".
 _CALLED = re.compile(r"(?<![\w.`])([A-Za-z_]\w*)\(\)")
+_ASKS_DEFINITION = re.compile(r"\bdefin(?:es|ed|ing)\b|\bdefinition\s+of\b", re.IGNORECASE)
 _NOT_NAMES = STOPWORDS | frozenset({"it", "which", "this", "that", "one", "each"})
 #: Words after a kind's word that say what it does, not its name ("the variable names a file").
 _VERBS = frozenset(
@@ -57,6 +58,8 @@ class Named:
 
     paths: tuple[str, ...] = ()
     names: tuple[tuple[str, ...], ...] = ()
+    #: The question asks where a name is defined ("which class defines it?"), not what a file does.
+    definition: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.names)
@@ -116,7 +119,7 @@ def named_in(question: str) -> Named:
     for token in _WORD.findall(rest):
         if len(token) > 2 and ("_" in token or token[1:] != token[1:].lower()) and not token.isdigit():
             chains.append((token,))
-    return Named(paths, tuple(dict.fromkeys(chains))[:6])
+    return Named(paths, tuple(dict.fromkeys(chains))[:6], _ASKS_DEFINITION.search(question) is not None)
 
 
 #: A file's kind as a question says it after the file's name ("the session log notebook").
@@ -213,8 +216,8 @@ def named_bonus(named: Named, path: str, lines: Sequence[str], enclosing: str | 
         # A chunk inside a named definition (its body goes on past the def's chunk) is as good as a use.
         inside = enclosing is not None and any(chain[-1] == enclosing for chain in named.names)
         return NAMED_BONUS + NAMED_FILE_BONUS if defines else NAMED_USE_BONUS if uses or inside else 3.0
-    if defines:
-        return NAMED_ELSEWHERE_BONUS if named.paths else NAMED_BONUS
+    if defines:  # a question naming a file asks about it, unless it asks where the name is defined
+        return NAMED_ELSEWHERE_BONUS if named.paths and not named.definition else NAMED_BONUS
     return 0.0
 
 

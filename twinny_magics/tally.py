@@ -51,10 +51,11 @@ def asks_count(question: str) -> bool:
     return ASKS_COUNT.search(question) is not None
 
 
-def tally(path: str, lines: Sequence[str], names: Collection[str] = ()) -> list[str]:
+def tally(path: str, lines: Sequence[str], names: Collection[str] = (), question: str = "") -> list[str]:
     """Counts of what the file ``path`` holds, one line each, broadest first: ``lines`` is the file as
     read_file shows it (a notebook's cell view). Counts of a definition in ``names`` (names the question
-    gives) come before the others of their kind."""
+    gives) come before the others of their kind; a notebook's outputs and collections are counted for a
+    ``question`` about what it finds, shows or lists."""
     text = "\n".join(lines)
     blank = sum(1 for line in lines if not line.strip())
     out = [f"lines: {len(lines)} ({len(lines) - blank} not blank)"]
@@ -67,7 +68,7 @@ def tally(path: str, lines: Sequence[str], names: Collection[str] = ()) -> list[
         if suffix in ("py", "pyi", "pyw"):
             counted = python_counts(text, wanted)
         elif suffix == "ipynb":
-            counted = notebook_counts(lines)
+            counted = notebook_counts(lines, _ASKS_FOUND.search(question) is not None)
         elif suffix in ("md", "markdown"):
             counted = markdown_counts(lines)
         elif suffix == "rst":
@@ -280,7 +281,14 @@ _CELL = re.compile(r"^# cell (\d+) \[(\w+)\]")
 _RAN = re.compile(r"^# cell \d+ \[code\] \(ran as \[\d+\]\)$")
 
 
-def notebook_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
+#: A question about what a notebook found, shows or lists (its outputs' items are the count).
+_ASKS_FOUND = re.compile(
+    r"\b(?:finds?|found|shows?|shown|outputs?|prints?|printed|lists?|listed|returns?|returned|gives?|results?)\b",
+    re.IGNORECASE,
+)
+
+
+def notebook_counts(lines: Sequence[str], found: bool = False) -> list[tuple[str, str]]:
     """A notebook's cells by kind, from its cell view (only headers numbered in order count: a cell's
     source cannot add a cell by writing a header)."""
     kinds: Counter[str] = Counter()
@@ -298,7 +306,7 @@ def notebook_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
     out.append(("", f"cells in all: {sum(kinds.values())}"))
     if kinds["code"]:
         out.append(("", f"code cells that ran (have an execution count): {ran}"))
-    return out + _cell_collections(lines)
+    return out + _cell_collections(lines) if found else out
 
 
 _OUT = "# out: "
@@ -322,27 +330,45 @@ def _cell_collections(lines: Sequence[str]) -> list[tuple[str, str]]:
         for name, line in _collections(tree):
             out.append((name, re.sub(r"\(line (\d+)", rf"(cell {cell}", line, count=1)))
 
-    for line in lines:
+    outputs: list[tuple[int, str]] = []
+    for number, line in enumerate(lines):
         header = _CELL.match(line)
         if header:
             flush()
             cell, kind, source = int(header.group(1)), header.group(2), []
         elif line.startswith(_OUT):
-            try:
-                value = ast.literal_eval(line[len(_OUT) :])
-            except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
-                continue
+            alone = not any(
+                0 <= k < len(lines) and lines[k].startswith(_OUT) for k in (number - 1, number + 1)
+            )
+            value = _literal(line[len(_OUT) :]) if alone else None  # an output of one line, whole
             if isinstance(value, (list, tuple, set, dict)) and value:
                 noun = "keys" if isinstance(value, dict) else "items"
                 shown = [repr(v) if isinstance(v, str) else _name(str(v)) for v in value]
-                what = (
-                    f"cell {cell}'s output: a {type(value).__name__} of {len(value)} {noun}: {_some(shown)}"
+                kind_ = type(value).__name__
+                outputs.append(
+                    (len(value), f"cell {cell}'s output: a {kind_} of {len(value)} {noun}: {_some(shown)}")
                 )
-                out.append(("", what))
         elif kind == "code" and not line.lstrip().startswith(("%", "!")):
             source.append(line)
     flush()
-    return out
+    # A few: the collections first assigned, the outputs that list the most (in the notebook's order); a
+    # notebook of forty cells would fill the counts with them.
+    most = sorted(outputs, key=lambda pair: -pair[0])[:NOTEBOOK_LINES]
+    return [
+        *out[:NOTEBOOK_LINES],
+        *(("output", what) for pair in outputs if pair in most for _, what in [pair]),
+    ]
+
+
+#: At most this many of a notebook's collections, and as many of its outputs, among its counts.
+NOTEBOOK_LINES = 3
+
+
+def _literal(text: str) -> object:
+    try:
+        return ast.literal_eval(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
+        return None
 
 
 def markdown_counts(lines: Sequence[str]) -> list[tuple[str, str]]:

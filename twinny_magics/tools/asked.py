@@ -56,7 +56,7 @@ def counts(
             lines = [head for head, _ in reader]
         except (OSError, WorkspaceError, ValueError):
             continue
-        counted = tally.tally(path, lines, wanted)
+        counted = tally.tally(path, lines, wanted, question)
         if reader.truncated:
             counted = [f"the first {len(lines)} lines (the file goes on): " + counted[0], *counted[1:]]
         blocks.append("\n".join([f"{path}:", *(f"- {line}" for line in counted)]))

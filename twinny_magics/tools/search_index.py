@@ -33,7 +33,7 @@ import re
 import sqlite3
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -337,9 +337,9 @@ class SearchIndex:
         if not terms:
             return []
         named = named_in(words)
-        named = Named(named.paths, tuple(c for c in named.names if len(c) > 1 or c[0].lower() not in plain))
+        named = replace(named, names=tuple(c for c in named.names if len(c) > 1 or c[0].lower() not in plain))
         if not named.paths:  # "the session log notebook": that file
-            named = Named(named_by_words(words, [f.path for f in self.last.files]), named.names)
+            named = replace(named, paths=named_by_words(words, [f.path for f in self.last.files]))
         focus = focus_of(words, terms, named)
         tests = bool(named) and ASKS_TESTS.search(words) is not None and not excludes_tests(words)
         try:
