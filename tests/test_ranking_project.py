@@ -12,7 +12,15 @@ import pytest
 from test_ranking_named import evidence
 
 from twinny_magics import retrieval
-from twinny_magics.naming import defining_line, named_by_words, named_in, project_names, project_words
+from twinny_magics.naming import (
+    NAMED_BONUS,
+    defining_line,
+    named_bonus,
+    named_by_words,
+    named_in,
+    project_names,
+    project_words,
+)
 from twinny_magics.retrieval import query_terms
 from twinny_magics.tools import asked
 from twinny_magics.tools.search_focus import env_bonus
@@ -295,3 +303,10 @@ def test_a_question_asking_where_a_name_is_defined_gets_the_definition_beside_th
     assert not named_in("What does use.py pass to get_legend_classes?").definition
     assert "pkg/legend.py" in paths(root, asked_where)
     assert paths(root, "What does use.py pass to get_legend_classes?")[0] == "use.py"
+    # The definition elsewhere scores as a named definition only when asked where it is defined.
+    lines = ["class Base:", "    def get_legend_classes(self, fmt='{:.2f}'):", "        return [fmt]"]
+    assert named_bonus(named_in(asked_where), "pkg/legend.py", lines, "Base") == NAMED_BONUS
+    assert (
+        named_bonus(named_in("What does use.py pass to get_legend_classes?"), "pkg/legend.py", lines, "Base")
+        == 0
+    )
