@@ -96,6 +96,10 @@ def test_the_projects_name_as_a_word_is_neither_a_term_nor_a_name() -> None:
     assert project_words(query_terms(question), question, projects) == {"stamper"}
     for code in ("What does `stamper` raise?", "What does stamper() raise?", "Where is stamper.main?"):
         assert project_words(query_terms(code), code, projects) == set(), code
+    # Written with capitals of its own it names a class ("the StamPer class"); a sentence's first word
+    # is the project still.
+    assert project_words(["stamper"], "What does the StamPer class set?", projects) == set()
+    assert project_words(["stamper"], "Stamper reads which file?", projects) == {"stamper"}
 
 
 def test_a_plain_project_name_does_not_rank_its_function_of_that_name(proj: Path) -> None:

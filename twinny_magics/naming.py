@@ -295,6 +295,9 @@ def project_words(terms: Sequence[str], question: str, projects: frozenset[str])
     ``cookiecutter``; every file of it holds the word, so it tells no chunk from another."""
     said = set()
     for term in terms:
+        written = re.findall(rf"(?<![\w.]){re.escape(term)}(?!\w)", question, re.IGNORECASE)
+        if any(w not in (w.lower(), w.capitalize()) for w in written):
+            continue  # written as a class's name ("the LiteCli class"), not the project's
         if term in projects and not re.search(
             rf"`{re.escape(term)}\b|\b{re.escape(term)}(?:\(|\.\w)", question, re.I
         ):
