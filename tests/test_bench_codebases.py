@@ -288,18 +288,6 @@ def test_the_litecli_notebook_outputs_are_what_its_cells_give(
     assert tasks_common.cell_outputs(built["litecli"][0], tasks_litecli.NOTEBOOK_CELLS, prelude) == expected
 
 
-def test_the_cookiecutter_notebook_outputs_are_what_its_cells_give(
-    built: dict[str, tuple[Path, list[Task]]],
-) -> None:
-    # The notebook uses cookiecutter/config.py, which needs PyYAML alone (pinned in requirements/test.txt;
-    # the package's jinja2, rich and the rest are not imported); it is imported from the workspace.
-    root = built["cookiecutter"][0]
-    expected = [output for kind, _, output in tasks_cookiecutter.NOTEBOOK_CELLS if kind == "code"]
-    assert tasks_common.cell_outputs(root, tasks_cookiecutter.NOTEBOOK_CELLS) == expected
-    notebook = tasks_common.notebook_cells(root / tasks_cookiecutter.NOTEBOOK)
-    assert [c["cell_type"] for c in notebook] == [k for k, _, _ in tasks_cookiecutter.NOTEBOOK_CELLS]
-
-
 def test_every_development_task_says_where_its_answer_stands_on_lines_that_exist(
     built: dict[str, tuple[Path, list[Task]]],
 ) -> None:
@@ -313,16 +301,26 @@ def test_every_development_task_says_where_its_answer_stands_on_lines_that_exist
                 assert where.lines(file_view(root, where.path)), (name, task.name)
 
 
-def test_the_yamllint_notebook_outputs_are_what_its_cells_give(
-    built: dict[str, tuple[Path, list[Task]]],
+@pytest.mark.parametrize(
+    "name",
+    [
+        # cookiecutter/config.py needs PyYAML alone (pinned in requirements/test.txt; the package's jinja2,
+        # rich and the rest are not imported); it is imported from the workspace.
+        "cookiecutter",
+        # yamllint needs PyYAML and pathspec (both pinned in requirements/test.txt); the package itself is
+        # imported from the workspace (the current folder), not installed.
+        "yamllint",
+    ],
+)
+def test_the_notebook_outputs_are_what_its_cells_give(
+    built: dict[str, tuple[Path, list[Task]]], name: str
 ) -> None:
-    # yamllint needs PyYAML and pathspec (both pinned in requirements/test.txt); the package itself is
-    # imported from the workspace (the current folder), not installed.
-    root = built["yamllint"][0]
-    expected = [output for kind, _, output in tasks_yamllint.NOTEBOOK_CELLS if kind == "code"]
-    assert tasks_common.cell_outputs(root, tasks_yamllint.NOTEBOOK_CELLS) == expected
-    notebook = tasks_common.notebook_cells(root / tasks_yamllint.NOTEBOOK)
-    assert [c["cell_type"] for c in notebook] == [k for k, _, _ in tasks_yamllint.NOTEBOOK_CELLS]
+    module = {"cookiecutter": tasks_cookiecutter, "yamllint": tasks_yamllint}[name]
+    root = built[name][0]
+    expected = [output for kind, _, output in module.NOTEBOOK_CELLS if kind == "code"]
+    assert tasks_common.cell_outputs(root, module.NOTEBOOK_CELLS) == expected
+    notebook = tasks_common.notebook_cells(root / module.NOTEBOOK)
+    assert [c["cell_type"] for c in notebook] == [k for k, _, _ in module.NOTEBOOK_CELLS]
 
 
 def test_code_bases_are_picked_by_name_or_set_held_out_first_and_an_unknown_one_is_refused() -> None:
