@@ -238,3 +238,20 @@ def test_a_wrong_citation_near_the_asked_names_definition_is_told_where_it_is(tm
     (tmp_path / "use.py").write_text("import config\n\n\n\nvalue = config.get_config()\n")
     [used] = asyncio.run(citations.check("It is at use.py:1.", "Where is get_config defined in use.py?", ws))
     assert used.why == "the line does not hold what the answer says"
+
+
+def test_an_answer_to_a_which_line_question_must_cite_the_line_itself(tmp_path: Path) -> None:
+    """One line off holds for other questions (the answer rests on what it read); for a line number it is
+    the answer that is wrong: told where the name is defined (a 1.5B model gave get_config's 52 as 53)."""
+    (tmp_path / "config.py").write_text("x = 1\n\n\ndef get_config(path=None):\n    return path\n")
+    ws = Workspace(tmp_path)
+    question = "On which line of config.py is get_config defined? Give the line number."
+    [off] = asyncio.run(citations.check("get_config is on line 5 of config.py.", question, ws))
+    assert off.status == "wrong"
+    assert off.why.endswith("get_config is defined at line 4")
+    [right] = asyncio.run(citations.check("get_config is on line 4 of config.py.", question, ws))
+    assert right.status == "holds"
+    [other] = asyncio.run(
+        citations.check("get_config is at config.py:5.", "What does get_config return?", ws)
+    )
+    assert other.status == "holds"

@@ -39,6 +39,8 @@ NEAR_LINES = 5
 #: (a 1.5B model cited a chunk's first line, 47, for the def five lines below it).
 DEFINED_LINES = 20
 
+#: A question that asks for a line number ("on which line of a.py is f defined?").
+ASKS_LINE = re.compile(r"\b(?:which|what)\s+line\b|\bline\s+number\b", re.IGNORECASE)
 #: A file path as an answer cites it (checked on a token already cut out, so the scan stays linear).
 _PATH = re.compile(r"/?(?:[\w.-]+/)*(?:[\w.-]*\w\.[A-Za-z]\w{0,7}|\.[A-Za-z][\w-]*)")
 #: A path-like token (a dot or a slash in it) starts only where no token character precedes it: each run
@@ -128,9 +130,12 @@ async def check(answer: str, question: str, tools: object) -> list[Citation]:
     asked = {name for chain in named_in(question).names if 0 < len(name := chain[-1]) <= 120}
     tokens, own = own | asked, own - asked
     out = []
+    # A question for a line number asks for that line exactly: neither the one next to it nor a nearby
+    # line holding the answer's words will do (a 1.5B model answered get_config's 52 with 53).
+    exact = ASKS_LINE.search(question) is not None
     for path, line in pairs:
-        cited = await _check_one(tools, path, line, tokens, question)
-        if cited.status == "wrong" and own:
+        cited = await _check_one(tools, path, line, tokens, question, around=0 if exact else 1)
+        if cited.status == "wrong" and own and not exact:
             cited = await _near(tools, cited, own) or cited
         if cited.status == "wrong" and asked:
             cited = await _defined_near(tools, cited, asked) or cited
@@ -183,12 +188,12 @@ async def _defined_near(tools: ReadsCitedLines, cited: Citation, asked: set[str]
 
 
 async def _check_one(
-    tools: ReadsCitedLines, path: str, line: int, tokens: set[str], question: str
+    tools: ReadsCitedLines, path: str, line: int, tokens: set[str], question: str, *, around: int = 1
 ) -> Citation:
     if line < 1 or line > MAX_LINE:
         return Citation(path, line, "unchecked", why=f"no file has a line {line:,}; not looked for")
     try:
-        lines = await asyncio.to_thread(tools.cited_lines, path, max(1, line - 1), line + 1)
+        lines = await asyncio.to_thread(tools.cited_lines, path, max(1, line - around), line + around)
     except WorkspaceError as error:
         return Citation(path, line, "unchecked", why=str(error))
     found = "\n".join(f"{n}: {_clip(text)}" for n, text in lines)
