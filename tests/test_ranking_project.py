@@ -314,3 +314,25 @@ def test_a_question_asking_where_a_name_is_defined_gets_the_definition_beside_th
         named_bonus(named_in("What does use.py pass to get_legend_classes?"), "pkg/legend.py", lines, "Base")
         == 0
     )
+
+
+def test_a_hyphenated_name_is_a_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule's id, a YAML or TOML key, written with hyphens ("the line-length rule", "requires-python"):
+    its defining key comes first, among other rules with the same settings; English is no name."""
+    assert named_in("What is the default max of the line-length rule?").names == (("line-length",),)
+    assert named_in("In pyproject.toml, raise requires-python to 3.9").names == (("requires-python",),)
+    for english in ("Is it built-in?", "Which non-empty lines?", "The top-level keys", "Use --max-lines."):
+        assert named_in(english).names == (), english
+    monkeypatch.setenv("TWINNY_MAGICS_INDEX_DIR", str(tmp_path / "index"))
+    root = tmp_path / "work"
+    (root / "conf").mkdir(parents=True)
+    # Forty rules whose ids end in "length" ("line" is a word every question uses: it is not searched).
+    rules = [f"{word}-length" for word in ("key", "name", "path", "word", "title", "tag", "label", "note")]
+    rules = [f"{rule}-{k}" for k in range(5) for rule in rules]
+    rules.insert(23, "line-length")
+    body = "".join(f"  {rule}:\n    level: error\n    max: {10 + k}\n" for k, rule in enumerate(rules))
+    (root / "conf" / "default.yaml").write_text(f"---\n\nrules:\n{body}")
+    chunks = evidence(root, "What is the default max of the line-length rule?")
+    first = [text for _, text in chunks[0][1]]
+    assert any(text.strip() == "line-length:" for text in first)
+    assert any(text.strip() == "max: 33" for text in first)

@@ -43,6 +43,11 @@ _QUOTED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
 #: A function written as called with nothing: "which format does cli() set".
 _CALLED = re.compile(r"(?<![\w.`])([A-Za-z_]\w*)\(\)")
 _ASKS_DEFINITION = re.compile(r"\bdefin(?:es|ed|ing)\b|\bdefinition\s+of\b", re.IGNORECASE)
+_HYPHENATED = re.compile(r"(?<![\w./-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w/-])")
+_NOT_HYPHENATED = frozenset(
+    """non so well built top one two three read write self e multi sub semi up co re pre post first
+    second third last high low long short full half all""".split()  # noqa: SIM905 (a word list)
+)
 _NOT_NAMES = STOPWORDS | frozenset({"it", "which", "this", "that", "one", "each"})
 #: Words after a kind's word that say what it does, not its name ("the variable names a file").
 _VERBS = frozenset(
@@ -119,6 +124,11 @@ def named_in(question: str) -> Named:
     for token in _WORD.findall(rest):
         if len(token) > 2 and ("_" in token or token[1:] != token[1:].lower()) and not token.isdigit():
             chains.append((token,))
+    # A hyphenated name: a YAML or TOML key, a rule's id, a package ("line-length", "requires-python"); not
+    # an option (``--max``, read apart) and not English ("built-in", "non-empty", "top-level").
+    for found in _HYPHENATED.finditer(rest):
+        if found.group(0).split("-", 1)[0].lower() not in _NOT_HYPHENATED:
+            chains.append((found.group(0),))
     return Named(paths, tuple(dict.fromkeys(chains))[:6], _ASKS_DEFINITION.search(question) is not None)
 
 
