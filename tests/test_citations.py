@@ -228,16 +228,16 @@ def test_a_wrong_citation_near_the_asked_names_definition_is_told_where_it_is(tm
     question = "On which line of config.py is get_config defined?"
     [cited] = asyncio.run(citations.check("It is defined at config.py:47.", question, ws))
     assert cited.status == "wrong"
-    assert cited.why == "the line does not hold what the answer says; get_config is defined at line 52"
+    assert cited.why == "the line does not define get_config; get_config is defined at line 52"
     told = citations.correction([cited])
     assert "47: def upgrade(config):" in told
     assert "52: def get_config(path=None):" in told
     # Further than DEFINED_LINES away, or a name only used there: what the cited line says, no more.
     [far] = asyncio.run(citations.check("It is defined at config.py:20.", question, ws))
-    assert far.why == "the line does not hold what the answer says"
+    assert far.why == "the line does not define get_config"
     (tmp_path / "use.py").write_text("import config\n\n\n\nvalue = config.get_config()\n")
     [used] = asyncio.run(citations.check("It is at use.py:1.", "Where is get_config defined in use.py?", ws))
-    assert used.why == "the line does not hold what the answer says"
+    assert used.why == "the line does not define get_config"
 
 
 def test_an_answer_to_a_which_line_question_must_cite_the_line_itself(tmp_path: Path) -> None:
@@ -254,4 +254,21 @@ def test_an_answer_to_a_which_line_question_must_cite_the_line_itself(tmp_path: 
     [other] = asyncio.run(
         citations.check("get_config is at config.py:5.", "What does get_config return?", ws)
     )
+    assert other.status == "holds"
+
+
+def test_a_line_that_only_uses_the_name_does_not_answer_where_it_is_defined(tmp_path: Path) -> None:
+    """ "Which file defines expand?" answered with a test's line that calls it: the line holds the name,
+    but not its definition; the model is told so. A line that defines it holds."""
+    (tmp_path / "repo.py").write_text("def expand(x):\n    return x\n")
+    (tmp_path / "test_repo.py").write_text(
+        "from repo import expand\n\n\ndef test_it():\n    assert expand(1)\n"
+    )
+    ws = Workspace(tmp_path)
+    question = "Which file defines the function expand?"
+    [used] = asyncio.run(citations.check("It is test_repo.py:5.", question, ws))
+    assert (used.status, used.why) == ("wrong", "the line does not define expand")
+    [defined] = asyncio.run(citations.check("It is repo.py:1.", question, ws))
+    assert defined.status == "holds"
+    [other] = asyncio.run(citations.check("It is called at test_repo.py:5.", "Where is expand called?", ws))
     assert other.status == "holds"

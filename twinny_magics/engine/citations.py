@@ -133,9 +133,13 @@ async def check(answer: str, question: str, tools: object) -> list[Citation]:
     # A question for a line number asks for that line exactly: neither the one next to it nor a nearby
     # line holding the answer's words will do (a 1.5B model answered get_config's 52 with 53).
     exact = ASKS_LINE.search(question) is not None
+    # A question asking where a name is defined is answered by a line that defines it, not one using it.
+    defines = frozenset(asked) if named_in(question).definition else frozenset()
     for path, line in pairs:
-        cited = await _check_one(tools, path, line, tokens, question, around=0 if exact else 1)
-        if cited.status == "wrong" and own and not exact:
+        cited = await _check_one(
+            tools, path, line, tokens, question, around=0 if exact else 1, defines=defines
+        )
+        if cited.status == "wrong" and own and not exact and not defines:
             cited = await _near(tools, cited, own) or cited
         if cited.status == "wrong" and asked:
             cited = await _defined_near(tools, cited, asked) or cited
@@ -188,7 +192,14 @@ async def _defined_near(tools: ReadsCitedLines, cited: Citation, asked: set[str]
 
 
 async def _check_one(
-    tools: ReadsCitedLines, path: str, line: int, tokens: set[str], question: str, *, around: int = 1
+    tools: ReadsCitedLines,
+    path: str,
+    line: int,
+    tokens: set[str],
+    question: str,
+    *,
+    around: int = 1,
+    defines: frozenset[str] = frozenset(),
 ) -> Citation:
     if line < 1 or line > MAX_LINE:
         return Citation(path, line, "unchecked", why=f"no file has a line {line:,}; not looked for")
@@ -199,7 +210,12 @@ async def _check_one(
     found = "\n".join(f"{n}: {_clip(text)}" for n, text in lines)
     if not any(n == line for n, _ in lines):
         return Citation(path, line, "wrong", found, why=f"{path} has no line {line}")
-    if holds(tokens, [text for _, text in lines], question):
+    texts = [text for _, text in lines]
+    if defines:  # "which file defines f?": a line that only uses f does not hold the answer
+        if any(defining_line(texts, name) is not None for name in defines):
+            return Citation(path, line, "holds", found)
+        return Citation(path, line, "wrong", found, why=f"the line does not define {sorted(defines)[0]}")
+    if holds(tokens, texts, question):
         return Citation(path, line, "holds", found)
     return Citation(path, line, "wrong", found, why="the line does not hold what the answer says")
 
