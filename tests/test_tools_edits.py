@@ -534,6 +534,10 @@ async def test_of_several_matches_the_one_under_the_key_the_request_names_is_edi
 async def test_several_matches_stay_refused_when_the_request_names_none_or_both(tmp_path: Path) -> None:
     (tmp_path / "rules.yaml").write_text(RULES)
     ws = Workspace(tmp_path, edits="apply")
+    ws.hear("In rules.yaml, raise the max of the line-length rule to 3.")
+    out = await call(ws, "edit_file", path="rules.yaml", find="max", replace="3")  # a bare word: no place
+    assert out.is_error
+    assert out.text.startswith("find matches 2 times")
     for request_text in ("", "Raise max to 3 in rules.yaml.", "Raise max in empty-lines and line-length."):
         ws.hear(request_text)
         out = await call(ws, "edit_file", path="rules.yaml", find="max: 2", replace="max: 3")
@@ -569,3 +573,35 @@ def test_the_loop_tells_the_workspace_the_request_before_the_first_step(tmp_path
     assert (tmp_path / "rules.yaml").read_text() == RULES.replace(
         "    max: 2\n    level: warning", "    max: 3\n    level: warning"
     )
+
+
+async def test_a_find_without_the_quotes_the_file_writes_around_a_value_matches_and_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """YAML (and TOML, INI) quote a value or not: a model wrote ``replay_dir: /home/x`` for the file's
+    ``replay_dir: "/home/x"``; the line is changed with the file's quotes, and it says so."""
+    text = 'default:\n    name: "Ada Lovelace"\ncookies_dir: "/home/x/cookies"\n'
+    text += "replay_dir: '/home/x'  # here\n"
+    (tmp_path / "conf.yaml").write_text(text)
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(
+        ws, "edit_file", path="conf.yaml", find="cookies_dir: /home/x/cookies", replace="cookies_dir: /srv/c"
+    )
+    assert not out.is_error, out.text
+    assert "without the quotes the file writes around the value" in out.text
+    out = await call(
+        ws, "edit_file", path="conf.yaml", find="replay_dir: /home/x", replace="replay_dir: /srv/r"
+    )
+    assert not out.is_error, out.text
+    out = await call(
+        ws, "edit_file", path="conf.yaml", find="name: Ada Lovelace", replace="name: Grace Hopper"
+    )
+    assert not out.is_error, out.text
+    expected = 'default:\n    name: "Grace Hopper"\ncookies_dir: "/srv/c"\nreplay_dir: \'/srv/r\'  # here\n'
+    assert (tmp_path / "conf.yaml").read_text() == expected
+    # Another key in replace, or a value the file does not hold: not found, as before.
+    for find, replace in (("replay_dir: /srv/r", "other: /x"), ("replay_dir: /elsewhere", "replay_dir: /x")):
+        out = await call(ws, "edit_file", path="conf.yaml", find=find, replace=replace)
+        assert out.is_error
+        assert out.text.startswith("find was not found"), out.text
+    assert (tmp_path / "conf.yaml").read_text() == expected

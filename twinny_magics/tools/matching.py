@@ -72,6 +72,8 @@ def match(
     if spans or len(looser := _looser_spans(text, find)) != 1:
         if not spans and not looser and (bare := _unqualified(rel, text, find, replace)) is not None:
             return bare
+        if not spans and not looser and (quoted := _unquoted(text, find, replace)) is not None:
+            return quoted
         raise WorkspaceError(_not_found(rel, text, find, spans, replace))
     # Small models write 'x' for "x" and x = 1 for x=1: one match that differs only so is it.
     start, end = looser[0]
@@ -101,7 +103,9 @@ def _by_request(
     ``request``'s words than any other's (words of find and replace aside), with where it is; None when
     no match's do, or two tie."""
     wanted = set(request) - set(_WORDS.findall((find + " " + replace).lower()))
-    if not wanted or len(starts) > PICK_MATCHES:
+    # A bare name or word found several times is no place (replay_dir → a path: made at one of them, it
+    # broke the file); a setting written whole (``max: 2``, ``hinge=1.5``) is.
+    if not wanted or len(starts) > PICK_MATCHES or re.fullmatch(r"\s*[\w.-]+\s*", find):
         return None
     rows = text.split("\n")
     scored = []
@@ -163,6 +167,42 @@ def _unqualified(rel: str, text: str, find: str, replace: str) -> tuple[int, int
     if text[:start].rsplit("\n", 1)[-1].strip():  # inside a line (``self.y = y`` for ``y = y``)
         return None
     return start, end, new, _UNQUALIFIED_NOTE + note
+
+
+#: A setting's line whose value is quoted: its indent, key and separator, quote, value and what follows.
+_QUOTED_SETTING = re.compile(
+    r"^([ \t]*)([^\s\"'#:=][^\"'#:=]*?[ \t]*[:=][ \t]*)([\"'])(.*)\3([ \t]*(?:#.*)?)$"
+)
+_UNQUOTED_NOTE = " (find matched only without the quotes the file writes around the value; they are kept)"
+
+
+def _unquoted(text: str, find: str, replace: str) -> tuple[int, int, str, str] | None:
+    """``key: value`` for the file's one line ``key: "value"`` (YAML, TOML, INI quote a value or not):
+    that whole line, the replacement's value written in the file's quotes; else None."""
+    if "\n" in find.strip() or "\n" in replace.strip():
+        return None
+    plain = find.strip()
+    found = []
+    offset = 0
+    for line in text.split("\n"):
+        setting = _QUOTED_SETTING.match(line)
+        if setting and f"{setting.group(2).strip()} {setting.group(4)}".replace(" =", "=") == " ".join(
+            plain.split()
+        ).replace(" =", "="):
+            found.append((offset, line, setting))
+        offset += len(line) + 1
+    if len(found) != 1:
+        return None
+    start, line, setting = found[0]
+    new = re.match(r"^\s*([^\"'#:=]+?)\s*([:=])\s*(.*?)\s*$", replace)
+    if (
+        new is None
+        or new.group(3)[:1] in "\"'"
+        or new.group(1).strip() != setting.group(2).strip()[:-1].strip()
+    ):
+        return None
+    indent, key, quote, _, rest = setting.groups()
+    return start, start + len(line), f"{indent}{key}{quote}{new.group(3)}{quote}{rest}", _UNQUOTED_NOTE
 
 
 def _names(text: str) -> set[str]:
