@@ -218,6 +218,15 @@ EDIT_CALL = f"```tool\n{EDIT_JSON}\n```"
         ("Which port does the app use?", False),
         ("Why does the last cell fail? Propose the fix.", False),
         ("What would changing the port break?", False),
+        # No file named, but something of the project's: an option, a default, a rule, a name as code.
+        ("Make the cookiecutter command's --accept-hooks option default to ask instead of yes.", True),
+        ("Disable the truthy rule in the default configuration.", True),
+        ("Make line-length a warning instead of an error.", True),
+        ("Rename get_config to load_config and update its callers.", True),
+        ("Make a function that adds two numbers.", False),
+        ("Write a test for parse_args.", False),  # code in the answer: "write" makes something new
+        ("Make a step-by-step plan.", False),
+        ("What does the default config set?", False),
     ],
 )
 def test_a_request_for_a_change_is_told_from_a_question(question: str, asks: bool) -> None:

@@ -247,6 +247,26 @@ _ASKS_CHANGE = re.compile(
 )
 
 
+_CHANGES_THINGS = re.compile(
+    r"^(?:please[, ]+)?(?:(?:can|could|would|will) you (?:please )?)?(?:in [^,]{1,120},\s*)?(?:please )?"
+    r"(?:change|set|rename|replace|remove|delete|fix|update|edit|increase|decrease|raise|lower|correct|"
+    r"modify|bump|make|turn|enable|disable|allow|forbid|drop|swap|comment|uncomment)\b",
+    re.IGNORECASE,
+)
+#: Something of the project's a change names without its file: an option, a default, a setting, a rule.
+_PROJECT_THING = re.compile(
+    r"(?<![\w-])--[A-Za-z][\w-]*|\b(?:defaults?|config(?:uration)?|settings?|options?|rules?|docstring|"
+    r"changelog|readme|classifiers?|dependenc(?:y|ies))\b",
+    re.IGNORECASE,
+)
+#: A name written as code: snake_case, camelCase, dotted or in backticks.
+_CODE_NAME = re.compile(
+    r"`[^`\s]+`|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z_]\w*\.[A-Za-z_]\w+\b"
+    # A hyphenated one, a rule's id or a YAML key (not English: "step-by-step", "up-to-date").
+    r"|(?<![\w-])(?![a-z-]*-(?:by|to|of|and|in|on|the|a)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])"
+)
+
+
 # A file named in the question: a path with an extension or a folder, or the word "file".
 _NAMES_A_FILE = re.compile(r"[\w.-]+\.[A-Za-z]\w{0,7}\b|\w/\w|\bfiles?\b", re.IGNORECASE)
 
@@ -254,11 +274,17 @@ _NAMES_A_FILE = re.compile(r"[\w.-]+\.[A-Za-z]\w{0,7}\b|\w/\w|\bfiles?\b", re.IG
 def asks_for_a_change(question: str) -> bool:
     """Whether a question asks the agent to change the files ("In setup.py, raise python_requires…",
     "Fix that line of the docstring in app.py", "Can you rename x in utils.py…") rather than to answer
-    about them or to write code in the answer: an edit verb opens a sentence, and a file is named."""
-    if not _NAMES_A_FILE.search(question):
-        return False  # "Write a function that…" asks for code in the answer, not for a change to a file
-    sentences = re.split(r"(?<=[.!?])\s+|\n+", question.strip())
-    return any(_ASKS_CHANGE.match(sentence.strip().lstrip("*-# ")) for sentence in sentences)
+    about them or to write code in the answer: an edit verb opens a sentence, and a file is named — or,
+    with a verb that changes what is there (not "write" or "create"), the sentence names something of the
+    project's: an option (``--accept-hooks``), a default, a setting or a rule, a name written as code
+    ("Make the --accept-hooks option default to ask", "Disable the truthy rule", "Rename get_config")."""
+    sentences = [s.strip().lstrip("*-# ") for s in re.split(r"(?<=[.!?])\s+|\n+", question.strip())]
+    if _NAMES_A_FILE.search(question):
+        return any(_ASKS_CHANGE.match(sentence) for sentence in sentences)
+    # "Write a function that…" asks for code in the answer, not for a change to a file.
+    return any(
+        _CHANGES_THINGS.match(s) and (_PROJECT_THING.search(s) or _CODE_NAME.search(s)) for s in sentences
+    )
 
 
 def edit_first_prompt(mode: str) -> str:
