@@ -490,6 +490,9 @@ def test_a_notebooks_cells_are_counted_for_what_they_assign_and_show(tmp_path: P
         ("How many bytes does the buffer hold at most?", False),
         ("How many times does run call echo?", True),
         ("How many rules are there, and how many seconds does each take?", True),
+        ("What default number of classes (the constant K) does classifiers.py set?", False),  # a setting
+        ("What is the maximum number of retries?", False),
+        ("What is the number of classes in classifiers.py?", True),
     ],
 )
 def test_a_question_for_a_measure_is_no_count(question: str, asks: bool) -> None:

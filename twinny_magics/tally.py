@@ -30,6 +30,8 @@ from twinny_magics.sections import markdown_titles, rst_titles
 
 #: A question that asks for a count; not one for a measure ("above how many seconds", "how many bytes").
 ASKS_COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b", re.IGNORECASE)
+#: A setting whose value is a number ("the default number of classes", "the maximum number of retries").
+_A_SETTING = re.compile(r"\b(?:default|maximum|minimum|max|min)\s+number\s+of\b", re.IGNORECASE)
 _MEASURE = re.compile(
     r"\bhow\s+many\s+(?:milli|micro|nano)?(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|bytes?|"
     r"[kmgt]i?b|kilobytes?|megabytes?|characters?|chars?|pixels?|percent|degrees?|dollars?|euros?)\b",
@@ -46,7 +48,7 @@ NAME_CHARS = 40
 
 def asks_count(question: str) -> bool:
     """Whether ``question`` asks how many of something there are."""
-    if _MEASURE.search(question) and len(ASKS_COUNT.findall(question)) == 1:
+    if (_MEASURE.search(question) or _A_SETTING.search(question)) and len(ASKS_COUNT.findall(question)) == 1:
         return False
     return ASKS_COUNT.search(question) is not None
 
