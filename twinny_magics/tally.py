@@ -155,9 +155,13 @@ def python_counts(text: str, wanted: Collection[str] = ()) -> list[tuple[str, st
             decorated.setdefault(_dotted(target), []).append(node.name)
     out += [(d, _count("functions decorated", found, "@" + d)) for d, found in decorated.items() if d]
     out += _collections(tree)
-    calls = list(_calls(tree))
-    most = sorted((pair for pair in calls if pair[0].lower() not in wanted), key=_calls_made, reverse=True)
-    calls = [pair for pair in calls if pair[0].lower() in wanted or pair in most[:CALL_LINES]]
+    made = list(_calls(tree))  # (function, times, line)
+    most = sorted((m for m in made if m[0].lower() not in wanted), key=lambda m: m[1], reverse=True)
+    calls = [
+        (name, line)
+        for name, times, line in made
+        if name.lower() in wanted or (name, times, line) in most[:CALL_LINES]
+    ]
     for c in classes:  # last: a file of many small classes would fill the lines with them
         methods = [n.name for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         if methods:
@@ -199,12 +203,8 @@ CALL_LINES = 3
 _BUILTINS = frozenset(dir(builtins))
 
 
-def _calls_made(pair: tuple[str, str]) -> int:
-    return int(pair[1].rsplit(": ", 1)[1])
-
-
-def _calls(tree: ast.Module) -> Iterator[tuple[str, str]]:
-    """``(function, count line)`` for each thing a function (or the module's own statements) calls
+def _calls(tree: ast.Module) -> Iterator[tuple[str, int, str]]:
+    """``(function, times, count line)`` for each thing a function (or the module's own statements) calls
     `LOCAL_ITEMS` times or more: "register_special_command" five times in one method is five commands
     registered, ``parser.add_argument`` twelve times is twelve options."""
     scopes: list[tuple[str, list[ast.AST]]] = [
@@ -225,7 +225,7 @@ def _calls(tree: ast.Module) -> Iterator[tuple[str, str]]:
         where = f"in {_name(name)}" if name else "at the top level"
         for callee, n in called.items():
             if callee and callee not in _BUILTINS and n >= LOCAL_ITEMS:
-                yield name, f"calls to {callee}() {where}: {n}"
+                yield name, n, f"calls to {callee}() {where}: {n}"
 
 
 _KINDS = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set", ast.Dict: "dict"}
@@ -356,10 +356,7 @@ def _cell_collections(lines: Sequence[str]) -> list[tuple[str, str]]:
     # A few: the collections first assigned, the outputs that list the most (in the notebook's order); a
     # notebook of forty cells would fill the counts with them.
     most = sorted(outputs, key=lambda pair: -pair[0])[:NOTEBOOK_LINES]
-    return [
-        *out[:NOTEBOOK_LINES],
-        *(("output", what) for pair in outputs if pair in most for _, what in [pair]),
-    ]
+    return [*out[:NOTEBOOK_LINES], *(("output", what) for size, what in outputs if (size, what) in most)]
 
 
 #: At most this many of a notebook's collections, and as many of its outputs, among its counts.

@@ -166,11 +166,11 @@ def constants(conf: Confinement, chunks: Sequence[Chunk]) -> list[Chunk]:
     if not chunks:
         return list(chunks)
     best = chunks[0]
-    shown = "\n".join(line for c in chunks for line in c.lines)
+    shown = [line for c in chunks for line in c.lines]
     used = [
         n
         for n in dict.fromkeys(_CONSTANT.findall("\n".join(best.lines)))
-        if naming.defining_line(shown.splitlines(), n) is None
+        if naming.defining_line(shown, n) is None
     ]
     if not used:
         return list(chunks)

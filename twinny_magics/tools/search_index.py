@@ -387,8 +387,11 @@ class SearchIndex:
         extras: list[tuple[str, str, tuple[str, ...]]] = [
             (q, select, ()) for q in named_queries(named or Named())
         ]
-        files = [f.path for f in self.last.files if named.names_file(f.path)][:8] if named is not None else []
-        if files and not named:  # a file named, no definition: its chunks with the words, ranked by them
+        # A file named, no definition: its chunks with the words, ranked as the words rank them.
+        files: list[str] = []
+        if named is not None and not named and named.paths:
+            files = [f.path for f in self.last.files if named.names_file(f.path)][:8]
+        if files:
             within = select.replace("WHERE", f"WHERE file IN ({', '.join('?' * len(files))}) AND")
             extras.append((match_query(terms), within, tuple(files)))
         for extra, query, args in extras:

@@ -363,19 +363,18 @@ class Workspace:
         # A first reply in a big folder waits at most HEAD_START_SECONDS for the index; the rest of it is
         # read by later calls (the map says how many files wait).
         survey = self.index.update(HEAD_START_SECONDS)
-        files = counts = ""
+        files = counts = uses = ""
         if survey.files:  # an empty folder: nothing to map or find, and "(no files)" only distracts
             terms = retrieval.query_terms(question)
             if evidence:
                 counts = asked.counts(self._conf, question, terms, survey, int(chars * asked.TALLY_SHARE))
                 chars -= len(counts) + 1 if counts else 0
                 uses = asked.uses(self._conf, self.limits, question, int(chars * asked.USES_SHARE))
-                counts = "\n".join(part for part in (counts, uses) if part)
                 chars -= len(uses) + 1 if uses else 0
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
             chunks = asked.constants(self._conf, chunks)
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
-        return mask_secrets("\n".join(part for part in (ran, files, counts) if part))
+        return mask_secrets("\n".join(part for part in (ran, files, counts, uses) if part))
 
     def _cells_ran(self, question: str, chars: int) -> str:
         """For a question about what ran in the notebook, the newest cells run in the kernel (their
