@@ -15,7 +15,7 @@ from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
 from twinny_magics.tools import PendingEdit, ToolOutput, Workspace
-from twinny_magics.tools.matching import still_there
+from twinny_magics.tools.leftovers import still_there
 
 APP = "def main():\n    x = 1\n    return x\n\n\ndef other():\n    return 2\n"
 

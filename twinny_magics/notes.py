@@ -238,7 +238,8 @@ def search_word(question: str) -> str | None:
 # "In path," that names the file.
 _CHANGE_VERBS = (
     "change|set|rename|replace|add|remove|delete|fix|update|edit|insert|increase|decrease|raise|lower|"
-    "correct|modify|bump|append|prepend|move|comment|uncomment|make|write|create|refactor|swap|turn"
+    "correct|modify|bump|append|prepend|move|comment|uncomment|make|write|create|refactor|swap|turn|"
+    "enable|disable|allow|forbid|drop"
 )
 _ASKS_CHANGE = re.compile(
     rf"^(?:please[, ]+)?(?:(?:can|could|would|will) you (?:please )?)?(?:in [^,]{{1,120}},\s*)?"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from twinny_magics import naming, retrieval, tally
 from twinny_magics.errors import WorkspaceError
@@ -138,6 +139,119 @@ def uses(conf: Confinement, limits: ToolLimits, question: str, chars: int) -> st
         f"Every line that {what}s {name}, found by the loop with grep over the whole workspace{where}{more}:"
     )
     return _within(lead, rows[:USES_LINES], chars)
+
+
+#: A question for a message's exact words ("what error message does it give when …", "quote it exactly").
+_ASKS_WORDING = re.compile(
+    r"\b(?:(?:error|warning|log|exception)\s+)?messages?\b|\bquote\b|\bexact(?:ly)?\s+(?:words?|wording|text)\b"
+    r"|\bwording\b",
+    re.IGNORECASE,
+)
+#: A question's words that say what is asked, not what the message says.
+_FRAME_WORDS = frozenset(
+    """message messages error errors warning warnings quote exactly exact wording text give gives given
+    report reports print prints show shows say says raise raises string""".split()  # noqa: SIM905
+)
+#: A string literal on one line, eight characters or more, not a docstring's quotes.
+_LITERAL = re.compile(r"(?<![\w\\])([\"'])((?:(?!\1)[^\\\n]|\\.){8,})\1")
+#: An option's description (``help='…'``): the program shows it when asked, it never reports it.
+_DESCRIBES = re.compile(r"\b(?:help|description|metavar|epilog|usage)\s*=\s*[\w.]*\(?\s*$")
+#: Files whose strings are prose about the program, not what it says: docs, changelogs, metadata.
+_PROSE_FILE = re.compile(
+    r"\.(?:rst|md|txt|html?|ipynb)$|(?:^|/)PKG-INFO$|\.(?:egg|dist)-info/", re.IGNORECASE
+)
+_HYPHENATED = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w-])")
+#: At most this many strings, in at most this share of the head start.
+STRINGS_LINES = 6
+STRINGS_SHARE = 0.2
+#: The strings' grep looks at this many matching lines at most.
+STRINGS_SCAN = 400
+
+
+def strings(
+    conf: Confinement,
+    limits: ToolLimits,
+    question: str,
+    terms: Sequence[str],
+    chars: int,
+    *,
+    projects: frozenset[str] = frozenset(),
+) -> str:
+    """For a question that asks for a message's words, the code's string literals that hold two of its
+    words or more (most first; not docs, nor tests unless asked), found by grep, within ``chars``; ''
+    otherwise. The message is a string in the code, while the ranked evidence brought the README's
+    example and the docs that talk about the same thing (the model quoted them, or made one up)."""
+    if not _ASKS_WORDING.search(question):
+        return ""
+    # A key the question writes hyphenated (``ignore-from-file``) is a name: its words are the message's.
+    parts = {p.lower() for name in _HYPHENATED.findall(question) for p in name.split("-") if len(p) >= 3}
+    plain = {t.lower() for t in terms if len(t) >= 3 and t.isalpha()}
+    words = sorted((plain | parts) - _FRAME_WORDS - projects)
+    if len(words) < 2:
+        return ""
+    # Two of the words inside one quoted string, over every file (the tool's caps are for a model's call).
+    either = "|".join(map(re.escape, words))
+    pattern = rf"(?i)[\"'][^\"'\n]*\b({either})\b[^\"'\n]*\b(?!\1\b)(?:{either})\b"
+    wide = replace(limits, grep_matches=STRINGS_SCAN, grep_per_file=STRINGS_SCAN)
+    try:
+        found = grep.grep(conf, wide, pattern, None)
+    except WorkspaceError:
+        return ""
+    tests = re.search(r"\btests?\b", question, re.IGNORECASE) is not None
+    scored: list[tuple[int, int, str]] = []
+    for row in found.splitlines():
+        path, sep, rest = row.partition(":")
+        number, sep2, text = rest.partition(": ")
+        if not (sep and sep2 and number.isdigit()) or _PROSE_FILE.search(path):
+            continue
+        if TEST_PATH.search(path) and not tests:
+            continue
+        best = 0
+        for literal in _LITERAL.finditer(text):
+            if _DESCRIBES.search(text[: literal.start()]) or '"""' in text or "'''" in text:
+                continue
+            if " " not in literal.group(2).strip():  # a key, a path, a name: no message
+                continue
+            said = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", literal.group(2))}
+            best = max(best, len(said & set(words)))
+        if best >= 2:
+            scored.append((-best, len(scored), row))
+    if not scored:
+        return ""
+    rows = [line for _, _, row in sorted(scored)[:STRINGS_LINES] for line in _continued(conf, row)]
+    lead = (
+        "Strings in the code with the question's words, found by the loop with grep (the most words first):"
+    )
+    return _within(lead, rows, chars)
+
+
+#: A line that ends in a string literal, the next one may go on with it (Python joins them).
+_ENDS_IN_STRING = re.compile(r"[\"']\s*\+?\s*\(?$")
+_STARTS_WITH_STRING = re.compile(r"^\s*[rbfu]{0,2}[\"']", re.IGNORECASE)
+#: A message split over lines is followed this far.
+STRING_LINES_ON = 3
+
+
+def _continued(conf: Confinement, row: str) -> list[str]:
+    """``row`` (``path:number: text``) and the lines after it that go on with its string (a message
+    written as ``'… cannot be '`` then ``'used together'``), as rows of their own."""
+    path, _, rest = row.partition(":")
+    number = int(rest.partition(":")[0])
+    if not _ENDS_IN_STRING.search(row):
+        return [row]
+    try:
+        reader = files.TextLines(conf.resolve(path), keep=400)
+        lines = [head for _, (head, _) in zip(range(number + STRING_LINES_ON), reader, strict=False)]
+    except (OSError, WorkspaceError, ValueError):
+        return [row]
+    out = [row]
+    at = number  # the next line's index (0-based)
+    while at < len(lines) and len(out) <= STRING_LINES_ON and _STARTS_WITH_STRING.match(lines[at]):
+        out.append(f"{path}:{at + 1}: {lines[at].strip()}")
+        if not _ENDS_IN_STRING.search(lines[at]):
+            break
+        at += 1
+    return out
 
 
 def _within(lead: str, blocks: Sequence[str], chars: int) -> str:

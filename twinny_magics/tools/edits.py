@@ -53,7 +53,8 @@ from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.files import BINARY_SNIFF_BYTES, looks_binary, require, shown_text
-from twinny_magics.tools.matching import in_file, match, own_text, still_there
+from twinny_magics.tools.leftovers import still_there
+from twinny_magics.tools.matching import in_file, match, own_text
 from twinny_magics.tools.opening import (
     Target,
     hard_link_message,
@@ -377,7 +378,7 @@ def edit_change(
     seen = shown_text(content)
     start, end, replacement, note = match(target.rel, seen, find, replace, request)
     # The file as the tools show it after the edit (masking keeps every line where it is).
-    left = still_there(find, replacement, seen[:start] + replacement + seen[end:], target.rel)
+    left = still_there(find, replacement, seen[:start] + replacement + seen[end:], target.rel, request)
     if seen != content:
         span = in_file(own_text(content, seen), start, end)
         if span is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import keyword
 import re
 from collections.abc import Collection
 
@@ -68,7 +67,12 @@ def match(
     if len(spans) == 1:
         start, end = spans[0]
         note = " (find matched only when ignoring differences in whitespace and indentation)"
-        return start, end, _reindent(replace, find, text, start), note
+        return (
+            start,
+            end,
+            _line_by_line(replace, find, text, start, end) or _reindent(replace, find, text, start),
+            note,
+        )
     if spans or len(looser := _looser_spans(text, find)) != 1:
         if not spans and not looser and (bare := _unqualified(rel, text, find, replace)) is not None:
             return bare
@@ -82,7 +86,8 @@ def match(
     return start, end, _same_quotes(_same_spacing(replace, find, matched), find, matched), note
 
 
-_WORDS = re.compile(r"[a-z][a-z0-9]{2,}")
+#: A word of a request, lower case, three letters or more.
+WORDS = re.compile(r"[a-z][a-z0-9]{2,}")
 _SECTION = re.compile(r"^\[\[?[^\]\n]+\]\]?\s*(?:[#;].*)?$")
 #: Of more matches than this, none is picked by the request (a find that common is no place).
 PICK_MATCHES = 50
@@ -93,7 +98,7 @@ ENCLOSING_LINES = 6
 def request_words(request: str) -> frozenset[str]:
     """The words of a user's request that can tell one match from another (lower case, three letters or
     more, not a common word): "line-length" gives ``line`` and ``length``."""
-    return frozenset(_WORDS.findall(request.lower())) - STOPWORDS
+    return frozenset(WORDS.findall(request.lower())) - STOPWORDS
 
 
 def _by_request(
@@ -102,7 +107,7 @@ def _by_request(
     """The one of several matches (their ``starts``) whose own line and enclosing lines hold more of the
     ``request``'s words than any other's (words of find and replace aside), with where it is; None when
     no match's do, or two tie."""
-    wanted = set(request) - set(_WORDS.findall((find + " " + replace).lower()))
+    wanted = set(request) - set(WORDS.findall((find + " " + replace).lower()))
     # A bare name or word found several times is no place (replay_dir → a path: made at one of them, it
     # broke the file); a setting written whole (``max: 2``, ``hinge=1.5``) is.
     if not wanted or len(starts) > PICK_MATCHES or re.fullmatch(r"\s*[\w.-]+\s*", find):
@@ -112,7 +117,7 @@ def _by_request(
     for start in starts:
         number = text.count("\n", 0, start)
         context = [rows[number], *_enclosing(rows, number)]
-        said = wanted & set(_WORDS.findall(" ".join(context).lower()))
+        said = wanted & set(WORDS.findall(" ".join(context).lower()))
         scored.append((len(said), start, number, context))
     scored.sort(key=lambda row: -row[0])
     best = scored[0]
@@ -142,16 +147,6 @@ def _enclosing(rows: list[str], number: int) -> list[str]:
             out.append(stripped)
             indent = here
     return out
-
-
-#: A name an edit renames: an identifier, not a number or a one- or two-letter word.
-_NAME = re.compile(r"\b[A-Za-z_]\w{2,}\b")
-#: At most this many line numbers named for a name left in the file.
-LEFT_LINES = 6
-
-
-#: Words an edit may take out without renaming anything: a value's (``False`` for ``True``), a keyword's.
-_NOT_NAMES = frozenset(keyword.kwlist) | {"true", "false", "null", "none", "yes"}
 
 
 def _unqualified(rel: str, text: str, find: str, replace: str) -> tuple[int, int, str, str] | None:
@@ -205,61 +200,7 @@ def _unquoted(text: str, find: str, replace: str) -> tuple[int, int, str, str] |
     return start, start + len(line), f"{indent}{key}{quote}{new.group(3)}{quote}{rest}", _UNQUOTED_NOTE
 
 
-def _names(text: str) -> set[str]:
-    return {name for name in _NAME.findall(text) if name not in _NOT_NAMES}
-
-
-def still_there(find: str, replace: str, after: str, rel: str = "") -> str:
-    """A note on the names the edit took out (words of ``find`` that ``replace`` no longer has, while it
-    brings a new one: a rename) that ``after`` (the file as the tools show it, after the edit) still
-    has, with their lines: a small model renames a function's definition and stops, its calls left.
-    With the file's path ``rel`` and one name for one, the ready call that renames the first use left
-    (its whole line, when that line is once in the file). '' when there are none."""
-    gone, brought = _names(find) - _names(replace), _names(replace) - _names(find)
-    if not gone or not brought:
-        return ""
-    notes = []
-    rows = after.split("\n")
-    first = ""
-    one = next(iter(brought)) if len(gone) == 1 and len(brought) == 1 else ""
-    for name in sorted(gone)[:3]:
-        word = re.compile(rf"\b{name}\b")
-        lines = [n for n, line in enumerate(rows, 1) if word.search(line) and _code_use(line, name)]
-        if lines:
-            shown = ", ".join(map(str, lines[:LEFT_LINES])) + (", …" if len(lines) > LEFT_LINES else "")
-            where = "line" if len(lines) == 1 else "lines"
-            notes.append(f"{name} is still on {where} {shown}")
-            if one and not first:
-                line = rows[lines[0] - 1].strip()
-                renamed = re.sub(rf"\b{re.escape(name)}\b", one, line)
-                first = _line_call(rel, after, line, renamed, f", starting with line {lines[0]}: ")
-    if not notes:
-        return ""
-    return f"{'; '.join(notes)} of this file: if each use should change too, edit those as well{first}"
-
-
-#: A word before a name that makes it prose ("a list of ingredients", "look at the ingredients"), unless
-#: the name is set off as code (":param ingredients:", "f(ingredients)").
-_PROSE_BEFORE = re.compile(r"(?:^|[\s])([a-z]+)\s+$")
-
-
-def _code_use(line: str, name: str) -> bool:
-    """Whether ``name`` is on ``line`` as code at least once: next to a symbol (``(``, ``=``, ``:``, ``.``,
-    a quote), after a keyword (``return ingredients``), alone on its line; not as a word of prose between
-    words ("have a look at the ingredients and …", "a list of ingredients") — a rename leaves those."""
-    for found in re.finditer(rf"\b{re.escape(name)}\b", line):
-        before, after = line[: found.start()], line[found.end() :]
-        prose = _PROSE_BEFORE.search(before)
-        if (
-            prose is None
-            or keyword.iskeyword(prose.group(1))
-            or not re.match(r"\s|$|[.,;!?]\s|[.,;!?]$", after)
-        ):
-            return True
-    return False
-
-
-def _line_call(rel: str, text: str, line: str, new: str, lead: str) -> str:
+def line_call(rel: str, text: str, line: str, new: str, lead: str) -> str:
     """``lead`` and the edit_file call that changes one whole ``line`` of ``text`` to ``new``, when the
     line is once in the text (a find the tool takes) and short; '' otherwise."""
     if not rel or len(line) > 300 or text.count(line) != 1:
@@ -274,7 +215,7 @@ def _one_by_one(rel: str, text: str, find: str, replace: str, number: int) -> st
     if "\n" in find or find not in line:
         return ""
     lead = f"\nTo change them one at a time, start with line {number}: "
-    return _line_call(rel, text, line, line.replace(find, replace, 1), lead)
+    return line_call(rel, text, line, line.replace(find, replace, 1), lead)
 
 
 def own_text(content: str, seen: str) -> list[tuple[int, int, int]]:
@@ -439,6 +380,48 @@ def _same_spacing(replace: str, find: str, matched: str) -> str:
 
 def _wordy(token: str) -> bool:
     return token[0].isalnum() or token[0] == "_"
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _line_by_line(replace: str, find: str, content: str, start: int, end: int) -> str:
+    """``replace`` for a whitespace-loose match of ``find`` that spans as many lines as ``find`` does:
+    a line ``replace`` keeps from ``find`` is the file's line as it stands, a changed line takes the
+    indentation of the file's line in its place (plus what ``replace`` adds to ``find``'s). A model that
+    wrote a dict's continuation lines 14 spaces in, where the file has 11, changed one value and must
+    not re-indent the rest. '' when the lines do not pair up (the caller shifts them all alike)."""
+    line_start = content.rfind("\n", 0, start) + 1
+    lead = content[line_start:start]
+    if lead.strip():
+        return ""  # the match starts mid-line: its first line has no indentation of its own
+    theirs = (lead + content[start:end]).split("\n")
+    mine = [row.rstrip() for row in find.strip("\n").split("\n")]
+    while mine and not mine[0].strip():
+        mine.pop(0)
+    new = [row.rstrip() for row in replace.strip("\n").split("\n")]
+    if len(theirs) != len(mine) or len(mine) < 2 or not new:
+        return ""
+    out = []
+    used: set[int] = set()
+    for k, line in enumerate(new):
+        if not line.strip():
+            out.append("")
+            continue
+        same = [j for j, kept in enumerate(mine) if kept == line and j not in used]
+        if same:
+            j = k if k in same else same[0]
+            used.add(j)
+            out.append(theirs[j])
+            continue
+        j = min(k, len(mine) - 1)
+        shift = len(_indent(line)) - len(_indent(mine[j]))
+        base = _indent(theirs[j])
+        indent = base + " " * shift if shift >= 0 else base[: max(0, len(base) + shift)]
+        out.append(indent + line.lstrip(" \t"))
+    out[0] = out[0][len(lead) :] if out[0].startswith(lead) else out[0].lstrip(" \t")
+    return "\n".join(out)
 
 
 def _reindent(replace: str, find: str, content: str, start: int) -> str:

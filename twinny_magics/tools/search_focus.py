@@ -12,7 +12,9 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from twinny_magics.naming import Named
 from twinny_magics.outline import Definition
@@ -78,8 +80,12 @@ def focus_of(words: str, terms: list[str], named: Named) -> re.Pattern[str] | No
     """The lines a chunk of a named definition should hold to come first: a raise or a warning when the
     question asks what is raised, a parameter's default (``hinge=1.5``) when it asks for a default."""
     options = sorted(set(_OPTION.findall(words)))
-    if options and _ASKS_DEFAULT.search(words):  # "the --liteclirc option's default": its declaration
-        return _declares(options)
+    if options and (_ASKS_DEFAULT.search(words) or len(options) == 1):
+        return _declares(
+            options
+        )  # "the --liteclirc option's default", "the help of --strict": its declaration
+    if _ASKS_ENV.search(words):  # the line that reads it, far down a long function
+        return _READS_ENV
     if not named:
         return None
     if _ASKS_RAISE.search(words):
@@ -150,9 +156,11 @@ MESSAGE_BONUS = 8.0
 
 
 def message_bonus(question: str, named: Named | None, body: str, terms: set[str]) -> float:
-    """What a chunk gains for a question for a message's words that names no definition, when a string in
-    it (a one-line literal, not a docstring) holds at least two of the question's words."""
-    if named or not _ASKS_MESSAGE.search(question):
+    """What a chunk gains for a question for a message's words, when a string in it (a one-line literal,
+    not a docstring) holds at least two of the question's words. A question that names something asks
+    for it too ("what message does the line-length rule report": the rule's id names it; its message is
+    in a string of its module, below the README's example)."""
+    if not _ASKS_MESSAGE.search(question):
         return 0.0
     for line in body.splitlines():
         if '"""' in line or "'''" in line:
@@ -164,6 +172,17 @@ def message_bonus(question: str, named: Named | None, body: str, terms: set[str]
             if len(words & terms) >= 2:
                 return MESSAGE_BONUS
     return 0.0
+
+
+#: A package's build metadata, a copy of its README (``PKG-INFO``, ``x.egg-info/PKG-INFO``) and lists
+#: of its files: they repeat the README's words, and three copies of its example filled the evidence.
+_COPIES = re.compile(r"(?:^|/)[^/]+\.(?:egg|dist)-info/|(?:^|/)PKG-INFO$")
+_ASKS_METADATA = re.compile(r"PKG-INFO|egg-info|dist-info|\bmetadata\b", re.IGNORECASE)
+
+
+def copy_penalty(question: str, path: str) -> float:
+    """What a chunk of build metadata loses when the question does not ask about it (as a test's does)."""
+    return TEST_PENALTY if _COPIES.search(path) and not _ASKS_METADATA.search(question) else 0.0
 
 
 def excludes_tests(question: str) -> bool:
@@ -264,3 +283,27 @@ def defines_bonus(defined: Iterable[Definition], wanted: Collection[str], questi
         ),
         default=0.0,
     )
+
+
+class _Ranked(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_Ranked)
+
+
+def spread(ranked: Sequence[_R], per_file: int) -> list[_R]:
+    """``ranked`` with at most ``per_file`` chunks a file and none the same as a better one: a file's
+    copy (``PKG-INFO`` and ``x.egg-info/PKG-INFO``) says nothing new."""
+    kept: Counter[str] = Counter()
+    bodies: set[str] = set()
+    out = []
+    for chunk in ranked:
+        if kept[chunk.path] < per_file and chunk.body not in bodies:
+            kept[chunk.path] += 1
+            bodies.add(chunk.body)
+            out.append(chunk)
+    return out

@@ -73,6 +73,7 @@ from twinny_magics.tools.search_focus import (
     TESTS_BONUS,
     assigned_focus,
     called_near,
+    copy_penalty,
     defines_bonus,
     env_bonus,
     excludes_tests,
@@ -82,6 +83,7 @@ from twinny_magics.tools.search_focus import (
     named_uses,
     option_bonus,
     setting_bonus,
+    spread,
 )
 
 INDEX_VERSION = "3"
@@ -411,7 +413,7 @@ class SearchIndex:
                 continue
             plain = setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
             aside = not asks_tests and TEST_PATH.search(path) is not None  # a test, not asked about
-            plain -= TEST_PENALTY if aside else 0.0
+            plain -= (TEST_PENALTY if aside else 0.0) + copy_penalty(written, path)
             plain += option_bonus(written, str(body)) + env_bonus(written, str(body))
             first, last = bounds
             if path not in outlines:  # one read of a file's outline, however many of its chunks match
@@ -433,8 +435,7 @@ class SearchIndex:
                 score += NAMED_PATH_BONUS
             ranked.append(_Candidate(path, first, last, str(body), defined, score))
         ranked.sort(key=lambda c: -c.score)
-        kept: dict[str, int] = {}
-        ranked = [c for c in ranked if kept.setdefault(c.path, 0) < PER_FILE and _count(kept, c.path)]
+        ranked = spread(ranked, PER_FILE)
         if named and ranked:
             # A second look, from what the best chunk says of a named name: the value it is set to comes
             # next (it is the answer's subject), a base class after the next best (it is context).
@@ -525,12 +526,6 @@ class SearchIndex:
         except WorkspaceError:
             return False
         return True
-
-
-def _count(counts: dict[str, int], key: str) -> bool:
-    """Count one more of ``key``; True (for use in a filter)."""
-    counts[key] += 1
-    return True
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from twinny_magics import cells, retrieval
+from twinny_magics import cells, naming, retrieval
 from twinny_magics.contracts import Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
@@ -363,7 +363,7 @@ class Workspace:
         # A first reply in a big folder waits at most HEAD_START_SECONDS for the index; the rest of it is
         # read by later calls (the map says how many files wait).
         survey = self.index.update(HEAD_START_SECONDS)
-        files = counts = uses = ""
+        files = counts = uses = said = ""
         if survey.files:  # an empty folder: nothing to map or find, and "(no files)" only distracts
             terms = retrieval.query_terms(question)
             if evidence:
@@ -371,10 +371,14 @@ class Workspace:
                 chars -= len(counts) + 1 if counts else 0
                 uses = asked.uses(self._conf, self.limits, question, int(chars * asked.USES_SHARE))
                 chars -= len(uses) + 1 if uses else 0
+                projects = naming.project_names([f.path for f in survey.files])
+                room = int(chars * asked.STRINGS_SHARE)
+                said = asked.strings(self._conf, self.limits, question, terms, room, projects=projects)
+                chars -= len(said) + 1 if said else 0
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
             chunks = asked.constants(self._conf, chunks)
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
-        return mask_secrets("\n".join(part for part in (ran, files, counts, uses) if part))
+        return mask_secrets("\n".join(part for part in (ran, said, files, counts, uses) if part))
 
     def _cells_ran(self, question: str, chars: int) -> str:
         """For a question about what ran in the notebook, the newest cells run in the kernel (their
