@@ -227,6 +227,10 @@ EDIT_CALL = f"```tool\n{EDIT_JSON}\n```"
         ("Write a test for parse_args.", False),  # code in the answer: "write" makes something new
         ("Make a step-by-step plan.", False),
         ("What does the default config set?", False),
+        # A file named and a verb that turns something on or off, or lets it be.
+        ("In the relaxed configuration (conf/relaxed.yaml), allow up to 2 spaces inside braces.", True),
+        ("In conf/default.yaml, enable the float-values and octal-values rules.", True),
+        ("Does conf/default.yaml enable the truthy rule?", False),
     ],
 )
 def test_a_request_for_a_change_is_told_from_a_question(question: str, asks: bool) -> None:

@@ -202,6 +202,84 @@ async def test_a_find_with_other_indentation_matches_when_unique_and_is_reindent
     assert app.read_text().startswith("def main():\n    x = 1\n    if x:\n        return x\n    return 0\n\n")
 
 
+async def test_a_loose_match_keeps_the_files_own_lines_where_the_edit_changes_nothing(tmp_path: Path) -> None:
+    """A model that copied a dict's continuation lines with its own indentation changed one value: the
+    lines it left alone stay as the file has them, the changed one keeps the file's indentation."""
+    (tmp_path / "rule.py").write_text(
+        "CONF = {'max': int}\n"
+        "DEFAULT = {'max': 80,\n"
+        "           'allow-words': True,\n"
+        "           'allow-mappings': False}\n"
+    )
+    find = "DEFAULT = {'max': 80,\n              'allow-words': True,\n              'allow-mappings': False}"
+    ws = Workspace(tmp_path, edits="apply")
+    out = await call(ws, "edit_file", path="rule.py", find=find, replace=find.replace("80", "120"))
+    assert not out.is_error, out.text
+    assert (tmp_path / "rule.py").read_text() == (
+        "CONF = {'max': int}\n"
+        "DEFAULT = {'max': 120,\n"
+        "           'allow-words': True,\n"
+        "           'allow-mappings': False}\n"
+    )
+    # A changed line in the middle takes the file's indentation there, plus what the model added.
+    (tmp_path / "f.py").write_text("class A:\n    def f(self):\n        x = 1\n        return x\n")
+    out = await call(
+        ws,
+        "edit_file",
+        path="f.py",
+        find="def f(self):\n  x = 1\n  return x",
+        replace="def f(self):\n  x = 2\n  return x",
+    )
+    assert not out.is_error, out.text
+    assert (tmp_path / "f.py").read_text() == "class A:\n    def f(self):\n        x = 2\n        return x\n"
+
+
+async def test_a_settings_new_value_names_the_other_setting_the_request_names_not_the_old_values_uses(
+    tmp_path: Path,
+) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "default.yaml").write_text(
+        "rules:\n  document-end: disable\n  empty-values: disable\n  float-values: disable\n"
+        "  hyphens: enable\n  octal-values: disable\n"
+    )
+    ws = Workspace(tmp_path, edits="apply")
+    ws.hear("In conf/default.yaml, enable the float-values and octal-values rules.")
+    out = await call(
+        ws,
+        "edit_file",
+        path="conf/default.yaml",
+        find="float-values: disable",
+        replace="float-values: enable",
+    )
+    assert not out.is_error, out.text
+    assert "document-end" not in out.text.splitlines()[0]  # the old value elsewhere is no use of a name
+    assert (
+        "the request also names octal-values, still 'octal-values: disable' on line 6: "
+        '{"name": "edit_file", "arguments": {"path": "conf/default.yaml", "find": "octal-values: disable", '
+        '"replace": "octal-values: enable"}}'
+    ) in out.text
+    assert out.unfinished
+    out = await call(
+        ws,
+        "edit_file",
+        path="conf/default.yaml",
+        find="octal-values: disable",
+        replace="octal-values: enable",
+    )
+    assert out.text.startswith("Applied the edit to conf/default.yaml.\n")  # nothing named is left
+    # A request that names no other setting: nothing is said of the old value's other lines.
+    ws.hear("In conf/default.yaml, enable hyphens' sibling rule empty-values.")
+    out = await call(
+        ws,
+        "edit_file",
+        path="conf/default.yaml",
+        find="empty-values: disable",
+        replace="empty-values: enable",
+    )
+    assert out.text.startswith("Applied the edit to conf/default.yaml.\n"), out.text
+
+
 async def test_a_loose_match_that_is_not_unique_is_refused(tmp_path: Path) -> None:
     """Ignoring whitespace must still single out one place."""
     (tmp_path / "a.py").write_text("f(1,  2)\nf(1, 2)\n")
