@@ -96,7 +96,8 @@ def test_python_tests_are_counted_apart_from_helpers_and_methods() -> None:
     assert "top-level functions (def): 4 (helper, test_one, test_two, test_three)" in counted
     assert "top-level functions named test*: 3 (test_one, test_two, test_three)" in counted
     assert "top-level classes: 1 (TestGroup)" in counted
-    assert "methods of class TestGroup: 3 (setup_method, test_a, test_b); 2 named test*" in counted
+    assert "methods of class TestGroup: 3 (setup_method, test_a, test_b)" in counted
+    assert "methods of class TestGroup named test*: 2 (test_a, test_b)" in counted
     assert "functions decorated @pytest.mark.parametrize: 1 (test_two)" in counted
 
 
@@ -407,6 +408,8 @@ def test_calls_of_unnamed_functions_are_a_few_lines_and_a_named_ones_come_first(
         "calls to run() in test_7: 10",  # the three that call most, in the file's order
         "calls to run() in test_8: 11",
         "calls to run() in test_9: 12",
+        # and the whole file's, since several functions call it
+        "calls to run() in the whole file: 75 (test_0 3, test_1 4, test_2 5, test_3 6, …, test_9 12)",
     ]
     asked = tally.tally("tests/test_many.py", lines_of(source), ["test_2"])
     assert asked[2] == "calls to run() in test_2: 5"
@@ -509,3 +512,43 @@ def test_a_decorator_the_question_writes_comes_before_what_the_function_calls() 
     counted = tally.tally("cli.py", lines_of(source), ["option", "decorators", "main"])
     decorated = counted.index("functions decorated @click.option: 6 (main, main, main, main, …, main)")
     assert decorated < counted.index("calls to click.echo() in main: 4")
+
+
+def test_raises_calls_on_any_object_and_the_whole_files_calls_are_counted() -> None:
+    source = (
+        "import argparse\n\n\nclass ConfigError(Exception):\n    pass\n\n\n"
+        "def parse(conf):\n"
+        + "".join(f"    if conf == {k}:\n        raise ConfigError('bad {k}')\n" for k in range(4))
+        + "    raise ConfigError\n\n\n"
+        "def validate(conf):\n    if not conf:\n        raise ConfigError('empty')\n"
+        "    raise ValueError('once')\n\n\n"
+        "def run(argv=None):\n"
+        "    parser = argparse.ArgumentParser()\n    group = parser.add_mutually_exclusive_group()\n"
+        "    group.add_argument('-a')\n    group.add_argument('-b')\n"
+        "    parser.add_argument('files')\n    parser.add_argument('-c')\n    parser.add_argument('-d')\n"
+        "    return parser.parse_args(argv)\n"
+    )
+    counted = tally.tally("pkg/config.py", lines_of(source))
+    assert "raise statements of ConfigError in the file: 6" in counted
+    assert not any(line.startswith("raise statements of ValueError") for line in counted)  # once: no count
+    assert "calls to ConfigError() in the whole file: 5 (parse 4, validate 1)" in counted
+    assert "calls to .add_argument() on any object in run: 5 (group 2, parser 3)" in counted
+    # "How many times is ConfigError raised": that count before the others of its group.
+    asked = tally.tally(
+        "pkg/config.py", lines_of(source), ["configerror"], "How many times is ConfigError raised?"
+    )
+    assert asked.index("raise statements of ConfigError in the file: 6") < asked.index(
+        "calls to .add_argument() on any object in run: 5 (group 2, parser 3)"
+    )
+
+
+def test_yaml_keys_that_share_a_value_are_counted_by_value() -> None:
+    text = "rules:\n  a: enable\n  b: disable\n  c:\n    level: warning\n"
+    text += "  d: disable  # off\n  e: enable\n  f: x\n"
+    counted = tally.tally("conf/default.yaml", lines_of(text), (), "How many rules does it disable?")
+    assert "keys under rules set to disable: 2 (b, d)" in counted
+    assert "keys under rules set to enable: 2 (a, e)" in counted
+    assert not any("set to x" in line for line in counted)  # a value once is no group
+    assert counted.index("keys under rules set to disable: 2 (b, d)") < counted.index(
+        "keys under rules set to enable: 2 (a, e)"
+    )

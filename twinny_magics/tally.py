@@ -85,11 +85,13 @@ def tally(path: str, lines: Sequence[str], names: Collection[str] = (), question
     # each group, first the counts that say more of the question's words ("how many test functions":
     # the functions named test* before all functions).
     said = {_stem(word) for name in wanted for word in _WORDS.findall(name)}
+    said |= {_stem(w) for w in _WORDS.findall(question.lower()) if len(w) >= 4} - _FRAME
 
     def order(pair: tuple[str, str]) -> tuple[int, int]:
         about = pair[0].lower()
         group = 0 if not about else 1 if about in wanted or about.rsplit(".", 1)[-1] in wanted else 2
-        label = pair[1].split(":", 1)[0]
+        # What is counted, not where: a function's name ("in test_run_on_strings") says nothing of it.
+        label = _IN_FUNCTION.sub("", pair[1].split(":", 1)[0])
         return group, -sum(1 for w in {_stem(word) for word in _WORDS.findall(label.lower())} if w in said)
 
     counted.sort(key=order)
@@ -98,6 +100,9 @@ def tally(path: str, lines: Sequence[str], names: Collection[str] = (), question
 
 
 _WORDS = re.compile(r"[a-z0-9]+")
+#: A question's words that ask, not what is counted.
+_FRAME = frozenset({"many", "does", "define", "defined", "there", "have", "whole", "file", "count", "number"})
+_IN_FUNCTION = re.compile(r" (?:in \S+|at the top level)$")
 
 
 def _stem(word: str) -> str:
@@ -155,22 +160,64 @@ def python_counts(text: str, wanted: Collection[str] = ()) -> list[tuple[str, st
             decorated.setdefault(_dotted(target), []).append(node.name)
     out += [(d, _count("functions decorated", found, "@" + d)) for d, found in decorated.items() if d]
     out += _collections(tree)
-    made = list(_calls(tree))  # (function, times, line)
+    every = list(_calls(tree))  # (function, times, callee)
+    made = [m for m in every if m[1] >= LOCAL_ITEMS]
     most = sorted((m for m in made if m[0].lower() not in wanted), key=lambda m: m[1], reverse=True)
     calls = [
-        (name, line)
-        for name, times, line in made
-        if name.lower() in wanted or (name, times, line) in most[:CALL_LINES]
+        (name, f"calls to {callee}() {_where(name)}: {times}")
+        for name, times, callee in made
+        if name.lower() in wanted or (name, times, callee) in most[:CALL_LINES]
     ]
     for c in classes:  # last: a file of many small classes would fill the lines with them
         methods = [n.name for n in c.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         if methods:
-            line = _count(f"methods of class {_name(c.name)}", methods)
+            out.append((c.name, _count(f"methods of class {_name(c.name)}", methods)))
             methods_tests = [m for m in methods if m.startswith("test")]
             if methods_tests and len(methods_tests) != len(methods):
-                line += f"; {len(methods_tests)} named test*"
-            out.append((c.name, line))
-    return out + calls  # last too: every function that calls one thing often has a line
+                out.append((c.name, _count(f"methods of class {_name(c.name)} named test*", methods_tests)))
+    return out + _raised(tree) + calls + _across(every)  # last: every function that calls one thing often
+
+
+def _raised(tree: ast.Module) -> list[tuple[str, str]]:
+    """``raise`` statements by the exception they raise (``raise X(...)`` and ``raise X``), for each
+    raised twice or more: "how many times does config.py raise ConfigError"."""
+    raised: Counter[str] = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            raised[_dotted(exc)] += 1
+    return [
+        (name, f"raise statements of {name} in the file: {n}")
+        for name, n in raised.items()
+        if name and n >= 2
+    ]
+
+
+def _where(function: str) -> str:
+    return f"in {_name(function)}" if function else "at the top level"
+
+
+def _across(every: list[tuple[str, int, str]]) -> list[tuple[str, str]]:
+    """For a callee called in two functions or more, `LOCAL_ITEMS` times or more in one of them, the
+    whole file's count; for a method called on several objects in one function (``parser.add_argument``
+    and ``group.add_argument``), `LOCAL_ITEMS` times or more in all, its count whatever the object."""
+    out = []
+    by_callee: dict[str, list[tuple[str, int]]] = {}
+    by_method: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for function, times, callee in every:
+        by_callee.setdefault(callee, []).append((function or "the top level", times))
+        if "." in callee:
+            owner, method = callee.rsplit(".", 1)
+            by_method.setdefault((function, method), []).append((owner, times))
+    for callee, places in by_callee.items():
+        if len(places) >= 2 and max(n for _, n in places) >= LOCAL_ITEMS:
+            total, parts = sum(n for _, n in places), _some([f"{f} {n}" for f, n in places])
+            out.append((callee, f"calls to {callee}() in the whole file: {total} ({parts})"))
+    for (function, method), owners in by_method.items():
+        if len(owners) >= 2 and sum(n for _, n in owners) >= LOCAL_ITEMS:
+            total, parts = sum(n for _, n in owners), _some([f"{o} {n}" for o, n in owners])
+            out.append((method, f"calls to .{method}() on any object {_where(function)}: {total} ({parts})"))
+    return out
 
 
 def _functions(tree: ast.Module) -> Iterable[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -204,9 +251,9 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 def _calls(tree: ast.Module) -> Iterator[tuple[str, int, str]]:
-    """``(function, times, count line)`` for each thing a function (or the module's own statements) calls
-    `LOCAL_ITEMS` times or more: "register_special_command" five times in one method is five commands
-    registered, ``parser.add_argument`` twelve times is twelve options."""
+    """``(function, times, callee)`` for each thing a function (or the module's own statements, function
+    '') calls: "register_special_command" five times in one method is five commands registered,
+    ``parser.add_argument`` twelve times is twelve options."""
     scopes: list[tuple[str, list[ast.AST]]] = [
         (
             "",
@@ -222,10 +269,9 @@ def _calls(tree: ast.Module) -> Iterator[tuple[str, int, str]]:
         called: Counter[str] = Counter()
         for node in nodes:
             called.update(_dotted(n.func) for n in ast.walk(node) if isinstance(n, ast.Call))
-        where = f"in {_name(name)}" if name else "at the top level"
         for callee, n in called.items():
-            if callee and callee not in _BUILTINS and n >= LOCAL_ITEMS:
-                yield name, n, f"calls to {callee}() {where}: {n}"
+            if callee and callee not in _BUILTINS:
+                yield name, n, callee
 
 
 _KINDS = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set", ast.Dict: "dict"}
@@ -426,13 +472,15 @@ def _looks_yaml(lines: Sequence[str]) -> bool:
 
 def yaml_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
     """YAML (block style, read line by line, never loaded): the top-level keys, the keys under each
-    mapping and the items of each list, each under the key that holds it ("keys under rules: 23")."""
+    mapping and the items of each list, each under the key that holds it ("keys under rules: 23"), and
+    the keys under a mapping that share a value ("keys under rules set to disable: 6")."""
     keys: dict[tuple[str, ...], list[str]] = {}
     items: dict[tuple[str, ...], int] = {}
     # What is open: (indent, the key's path or None inside a list item, whether it is a list item).
     stack: list[tuple[int, tuple[str, ...] | None, bool]] = []
     block: int | None = None  # the indent of a key whose value is a block of text (`|`, `>`)
     seen: dict[tuple[str, ...], None] = {}  # the paths in the order the file shows them
+    values: dict[tuple[str, ...], dict[str, list[str]]] = {}  # under each path, the keys by their value
     for line in lines:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -460,6 +508,8 @@ def yaml_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
             continue
         key, value = match.group(1).strip("'\""), (match.group(2) or "").strip()
         keys.setdefault(parent, []).append(key)
+        if value and not value.startswith(("#", "|", ">", "&", "*", "{", "[")):
+            values.setdefault(parent, {}).setdefault(value.split(" #", 1)[0].strip(), []).append(key)
         if not value or value.startswith("#"):
             stack.append((indent, (*parent, key), False))
         elif _YAML_BLOCK.match(value):
@@ -475,6 +525,11 @@ def yaml_counts(lines: Sequence[str]) -> list[tuple[str, str]]:
         dotted = _name(".".join(path))
         if keys.get(path):
             out.append((path[-1], _count(f"keys under {dotted}", keys[path])))
+            # "How many rules does it disable": the keys that share a value, by value (twice or more).
+            shared = [(v, found) for v, found in values.get(path, {}).items() if len(found) >= 2]
+            out += [
+                (path[-1], _count(f"keys under {dotted} set to {_name(v)}", found)) for v, found in shared
+            ]
         if items.get(path):
             out.append((path[-1], f"items in the list under {dotted}: {items[path]}"))
     return out
