@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/bench_ranking.py [--label after] [--window 4096] [--tasks NAME,...]
 
 No model. For every development task that says where its answer stands (``Task.where``: toolz, pluggy,
-mapclassify, litecli, cookiecutter; the held-out code base is never read here), the workspace is built
-from its pinned sdist, and the head start is made exactly as a reply's first request makes it (the
+mapclassify, litecli, cookiecutter, yamllint; the held-out code base is never read here), the workspace is
+built from its pinned sdist, and the head start is made exactly as a reply's first request makes it (the
 workspace's ``head_start`` at the plan's ``head_start_chars`` for ``--window``, evidence on and the map
 off: the defaults). The evidence is read back as the model sees it — ``path (names):`` headings and
 ``N: line`` rows — and for each task measured:
@@ -36,6 +36,7 @@ import tasks_litecli
 import tasks_mapclassify
 import tasks_pluggy
 import tasks_toolz
+import tasks_yamllint
 from tasks_common import Task
 
 from twinny_magics.budget import plan_context
@@ -48,13 +49,16 @@ RESULTS = Path(__file__).with_name("results_ranking.json")
 #: The development code bases with answer-location tables (the held-out one is never measured here: its
 #: tasks are not read). litecli, development since yamllint took its place, was added last: runs stored
 #: before it (their summaries have no litecli row) compare with later ones per code base, not in "all".
-#: cookiecutter came after it, the same way: "all" from before it has no cookiecutter tasks.
+#: cookiecutter came after it, the same way: "all" from before it has no cookiecutter tasks. yamllint joined
+#: when it was retired to development (2026-12-06, sqlite-utils held out in its place); only its edits
+#: say where their answers stand so far (``edit_task`` sets it), so "all" from before it has none of them.
 CODEBASES = {
     "toolz": tasks_toolz,
     "pluggy": tasks_pluggy,
     "mapclassify": tasks_mapclassify,
     "litecli": tasks_litecli,
     "cookiecutter": tasks_cookiecutter,
+    "yamllint": tasks_yamllint,
 }
 _ROW = re.compile(r"^\s*(\d+): ")
 _GREP_ROW = re.compile(r"^([^\s:]+):(\d+): ")

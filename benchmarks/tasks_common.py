@@ -1,12 +1,12 @@
 """What the task benchmark's code bases share: pinned sdists, notebooks, tasks, and how answers are judged.
 
 Each code base of the benchmark (``tasks_toolz``, ``tasks_pluggy``, ``tasks_mapclassify``,
-``tasks_litecli``, ``tasks_cookiecutter``, ``tasks_yamllint``; ``tasks_all`` lists them) is real code
-nobody here wrote: a source archive from PyPI, pinned by sha256 (:class:`Sdist`), fetched with pip into a
-cache outside the repository and unpacked at run time (regular files only, inside its folder). Its tasks
-(:class:`Task`) carry checks made from the source itself where they can be: line numbers and counts are
-computed, quoted facts asserted against the files (:class:`Source`), so a task can never disagree with
-what the model reads.
+``tasks_litecli``, ``tasks_cookiecutter``, ``tasks_yamllint``, ``tasks_sqlite_utils``; ``tasks_all`` lists
+them) is real code nobody here wrote: a source archive from PyPI, pinned by sha256 (:class:`Sdist`),
+fetched with pip into a cache outside the repository and unpacked at run time (regular files only, inside
+its folder). Its tasks (:class:`Task`) carry checks made from the source itself where they can be: line
+numbers and counts are computed, quoted facts asserted against the files (:class:`Source`), so a task can
+never disagree with what the model reads.
 
 Answers are judged by :class:`Answer`, which reads the way models write: ``toolz/itertoolz.py``,
 ``itertoolz.py``, ``toolz.itertoolz`` and "the itertoolz module" are one file; ``two`` is 2. With one

@@ -10,7 +10,7 @@ exception in one module (``exceptions.py``) and raised in others; template hooks
 test configurations under ``tests/test-config/``; a 1,106-line changelog (``HISTORY.md``) and tests. Its
 modules are short (the longest 427 lines): the deep reads are in the changelog.
 
-**Development**: added after litecli, while yamllint (``tasks_yamllint.py``) stays held out. This module
+**Development**: added after litecli, while yamllint (``tasks_yamllint.py``) was held out. This module
 builds the workspace and the tasks of the first nine kinds but edits; ``tasks_cookiecutter_more.py`` holds
 the rest (multi-hop, exact, file-count, the edits).
 """

@@ -10,7 +10,7 @@ defined in another file; a CHANGELOG and tests.
 **Development** now: litecli was the held-out code base of the previous rounds (its tasks run only to
 report, its failures never read to change the loop). It was retired to the development set after a few of
 its task lines were seen and because the next round reads its failures; yamllint (``tasks_yamllint.py``)
-is held out in its place (``tasks_all.py`` says which is held out).
+was held out in its place, and sqlite-utils since (``tasks_all.py`` says which is held out).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The held-out code base: yamllint 1.35.1, an application with a configuration file and a command line.
+"""A development code base: yamllint 1.35.1, an application with a configuration file and a command line.
 
 The workspace is the sdist of ``yamllint==1.35.1`` from PyPI (GPL-3.0-or-later; fetched and unpacked at
 run time, never stored in this repository), pinned by sha256, plus ``notebooks/lint_ci_config.ipynb``
@@ -10,10 +10,10 @@ each under ``yamllint/rules/`` (``ID``, ``TYPE``, ``CONF``, ``DEFAULT``, a ``che
 ``yamllint/rules/__init__.py`` and run by ``yamllint/linter.py`` over ``yamllint/parser.py``'s tokens; Sphinx
 docs, a CHANGELOG and tests (``tests/rules/test_indentation.py`` is 2,160 lines).
 
-**Held out**: these tasks are run only to report. A model's failures here are never read to change the
-loop; once they have been, this code base is retired to the development set and another takes its place
-(``tasks_all.py`` says which is held out). Writing the tasks from reading the code base is fine; running a
-model on them is not, except to report.
+**Development** since 2026-12-06: yamllint was the held-out code base after litecli (its tasks run only to
+report, its failures never read to change the loop). It was retired to the development set because its
+failures are now read to change the loop; sqlite-utils (``tasks_sqlite_utils.py``) is held out in its place
+(``tasks_all.py`` says which is held out).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ setup_test_env() {
 }
 
 # The task benchmark's code bases (benchmarks/tasks_all.py) and its graders' tests read the source of real
-# projects: the sdists of toolz 1.0.0, pluggy 1.5.0, mapclassify 2.8.1, litecli 1.12.3, cookiecutter 2.6.0
-# and yamllint 1.35.1, pinned there by sha256, downloaded from PyPI with pip into the user's cache
-# (~/.cache/twinny_magics/sdists, or $TWINNY_BENCH_CACHE), never into the repository. Quick and silent once
-# they are there.
+# projects: the sdists of toolz 1.0.0, pluggy 1.5.0, mapclassify 2.8.1, litecli 1.12.3, cookiecutter 2.6.0,
+# yamllint 1.35.1 and sqlite-utils 3.37, pinned there by sha256, downloaded from PyPI with pip into the
+# user's cache (~/.cache/twinny_magics/sdists, or $TWINNY_BENCH_CACHE), never into the repository. Quick and
+# silent once they are there.
 setup_bench_sources() {
   .venv/bin/python benchmarks/tasks_all.py fetch
 }

@@ -37,6 +37,7 @@ import tasks_all  # noqa: E402
 import tasks_common  # noqa: E402
 import tasks_cookiecutter  # noqa: E402
 import tasks_litecli  # noqa: E402
+import tasks_sqlite_utils  # noqa: E402
 import tasks_yamllint  # noqa: E402
 from bench_ranking import file_view  # noqa: E402
 from tasks_common import Answer, Edit, Task  # noqa: E402
@@ -71,16 +72,19 @@ def judged(task: Task, text: str, root: Path) -> bool:
 def test_every_code_base_is_a_pinned_sdist_with_an_open_licence_and_none_is_stored_in_the_repo() -> None:
     shapes = {c.split for c in tasks_all.CODEBASES.values()}
     assert shapes == {"dev", "heldout"}
-    assert [c.name for c in tasks_all.CODEBASES.values() if c.split == "heldout"] == ["yamllint"]
-    assert tasks_all.CODEBASES["litecli"].split == "dev"  # the held-out one of the rounds before
+    assert [c.name for c in tasks_all.CODEBASES.values() if c.split == "heldout"] == ["sqlite_utils"]
+    assert tasks_all.CODEBASES["litecli"].split == "dev"  # the held-out one of the rounds before yamllint
+    assert tasks_all.CODEBASES["yamllint"].split == "dev"  # held out until its failures were read
     assert tasks_all.CODEBASES["cookiecutter"].split == "dev"
+    assert tasks_all.CODEBASES["sqlite_utils"].licence == "Apache-2.0"
+    assert tasks_all.CODEBASES["sqlite_utils"].pin.file == "sqlite_utils-3.37.tar.gz"
     for codebase in tasks_all.CODEBASES.values():
         assert len(codebase.pin.sha256) == 64
-        assert codebase.licence in ("MIT", "BSD-3-Clause", "GPL-3.0-or-later")
+        assert codebase.licence in ("MIT", "BSD-3-Clause", "GPL-3.0-or-later", "Apache-2.0")
         assert codebase.pin.cached().name == codebase.pin.file
     # The sources are fetched and unpacked at run time (yamllint's GPL code included), never committed.
     tracked = subprocess.run(
-        ["git", "ls-files", "*.tar.gz", "yamllint/*", "*/yamllint/*"],
+        ["git", "ls-files", "*.tar.gz", "yamllint/*", "*/yamllint/*", "sqlite_utils/*", "*/sqlite_utils/*"],
         cwd=BENCHMARKS.parent,
         capture_output=True,
         text=True,
@@ -108,6 +112,13 @@ def test_the_sdists_hold_what_their_shape_needs(built: dict[str, tuple[Path, lis
     assert (yamllint / "yamllint" / "conf" / "relaxed.yaml").is_file()
     assert "argparse.ArgumentParser(" in (yamllint / "yamllint" / "cli.py").read_text()
     assert len(list((yamllint / "yamllint" / "rules").glob("*.py"))) == 25  # 23 rules, common, __init__
+    sqlite_utils = built["sqlite_utils"][0]
+    assert len((sqlite_utils / "sqlite_utils" / "db.py").read_text().splitlines()) == 3858
+    assert "@click.group(\n    cls=DefaultGroup," in (sqlite_utils / "sqlite_utils" / "cli.py").read_text()
+    assert (sqlite_utils / "sqlite_utils" / "hookspecs.py").is_file()
+    assert (sqlite_utils / "docs" / "changelog.rst").is_file()
+    assert (sqlite_utils / "docs" / "cli-reference.rst").is_file()
+    assert len((sqlite_utils / "tests" / "test_cli.py").read_text().splitlines()) == 2438
 
 
 def test_a_cached_sdist_that_is_not_the_pinned_file_is_refused(tmp_path: Path) -> None:
@@ -157,13 +168,14 @@ def test_the_benchmark_has_enough_tasks_and_a_held_out_part_of_every_kind(
     built: dict[str, tuple[Path, list[Task]]],
 ) -> None:
     total = sum(len(tasks) for _, tasks in built.values())
-    heldout = built["yamllint"][1]
+    heldout = built["sqlite_utils"][1]
     assert total >= tasks_all.MIN_TASKS
     assert len(heldout) >= tasks_all.MIN_HELDOUT_TASKS
     assert {t.kind for t in heldout} == set(tasks_common.KINDS)
     new = {"multi-hop", "exact", "file-count", "multi-edit"}
-    dev_kinds = {t.kind for name, (_, tasks) in built.items() if name != "yamllint" for t in tasks}
+    dev_kinds = {t.kind for name, (_, tasks) in built.items() if name != "sqlite_utils" for t in tasks}
     assert new <= dev_kinds
+    assert {t.kind for t in built["yamllint"][1]} == set(tasks_common.KINDS)  # development now
     for _, tasks in built.values():
         assert len({t.name for t in tasks}) == len(tasks)
         assert all(len(t.edits) >= 2 for t in tasks if t.kind == "multi-edit")
@@ -310,12 +322,19 @@ def test_every_development_task_says_where_its_answer_stands_on_lines_that_exist
         # yamllint needs PyYAML and pathspec (both pinned in requirements/test.txt); the package itself is
         # imported from the workspace (the current folder), not installed.
         "yamllint",
+        # sqlite_utils needs sqlite-fts4, click, python-dateutil and pluggy (all pinned in
+        # requirements/test.txt; its cli.py, which needs more, is not imported); imported from the workspace.
+        "sqlite_utils",
     ],
 )
 def test_the_notebook_outputs_are_what_its_cells_give(
     built: dict[str, tuple[Path, list[Task]]], name: str
 ) -> None:
-    module = {"cookiecutter": tasks_cookiecutter, "yamllint": tasks_yamllint}[name]
+    module = {
+        "cookiecutter": tasks_cookiecutter,
+        "yamllint": tasks_yamllint,
+        "sqlite_utils": tasks_sqlite_utils,
+    }[name]
     root = built[name][0]
     expected = [output for kind, _, output in module.NOTEBOOK_CELLS if kind == "code"]
     assert tasks_common.cell_outputs(root, module.NOTEBOOK_CELLS) == expected
@@ -324,14 +343,16 @@ def test_the_notebook_outputs_are_what_its_cells_give(
 
 
 def test_code_bases_are_picked_by_name_or_set_held_out_first_and_an_unknown_one_is_refused() -> None:
-    dev = ["toolz", "pluggy", "mapclassify", "litecli", "cookiecutter"]
-    assert [c.name for c in tasks_all.pick(None, "all")] == ["yamllint", *dev]
+    dev = ["toolz", "pluggy", "mapclassify", "litecli", "cookiecutter", "yamllint"]
+    assert [c.name for c in tasks_all.pick(None, "all")] == ["sqlite_utils", *dev]
     assert [c.name for c in tasks_all.pick(None, "dev")] == dev
-    assert [c.name for c in tasks_all.pick(None, "heldout")] == ["yamllint"]
-    assert [c.name for c in tasks_all.pick("pluggy,yamllint", None)] == ["yamllint", "pluggy"]
+    assert [c.name for c in tasks_all.pick(None, "heldout")] == ["sqlite_utils"]
+    assert [c.name for c in tasks_all.pick("pluggy,sqlite_utils", None)] == ["sqlite_utils", "pluggy"]
+    assert [c.name for c in tasks_all.pick("yamllint,pluggy", None)] == ["pluggy", "yamllint"]
     assert [c.name for c in tasks_all.pick("litecli,pluggy", None)] == ["pluggy", "litecli"]
     assert tasks_all.pick("pluggy", "heldout") == []
     assert tasks_all.pick("litecli", "heldout") == []
+    assert tasks_all.pick("yamllint", "heldout") == []
     with pytest.raises(ValueError, match="no code base nope"):
         tasks_all.pick("nope", None)
 
@@ -514,7 +535,7 @@ def test_code_base_runs_are_stored_by_code_base_set_mode_model_window_and_commit
     assert summary["configs"]["defaults"]["seconds_per_pass"] is not None
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"latest": "old", "runs": {"old": {"configs": {}, "by_kind": {}}}}))
-    for codebase, split in (("pluggy", "dev"), ("yamllint", "heldout")):
+    for codebase, split in (("pluggy", "dev"), ("sqlite_utils", "heldout")):
         for mode in ("fresh", "session"):
             entry = {
                 **summary,
@@ -531,11 +552,11 @@ def test_code_base_runs_are_stored_by_code_base_set_mode_model_window_and_commit
             bench_tasks.store(key, entry, path)
     stored = bench_tasks.stored_codebase_runs("m", 4096, path)
     assert len(stored) == 4
-    assert "yamllint (heldout), session, m, window 4096, full, at abc1234" in stored
+    assert "sqlite_utils (heldout), session, m, window 4096, full, at abc1234" in stored
     assert "old" in json.loads(path.read_text())["runs"]  # the toolz runs from before stay readable
     text = bench_tasks.overview(stored)
     rows = [line.split()[0] for line in text.splitlines()[2:6]]
-    assert rows == ["yamllint", "yamllint", "pluggy", "pluggy"]
+    assert rows == ["sqlite_utils", "sqlite_utils", "pluggy", "pluggy"]
     assert "heldout  defaults         1/2       1/2" in text
     assert "Passed per kind" in text
 
