@@ -283,6 +283,13 @@ def test_no_constant_lines_when_the_chunk_defines_them_or_uses_none() -> None:
         ("Which licence does the project use, by its license file?", ("LICENSE",)),
         ("What does the readme say about installing?", ("README.md",)),
         ("Which change did the log module make?", ("src/log.py",)),  # "change", "log" apart: no changelog
+        # "In which release did it add X": the changelog says, though the question does not name it.
+        (
+            "In which release did the project add its --list-files option?",
+            ("CHANGELOG.rst", "docs/changelog.rst"),
+        ),
+        ("Since which version is the -x flag deprecated?", ("CHANGELOG.rst", "docs/changelog.rst")),
+        ("Which version of Python does the project require?", ()),
     ],
 )
 def test_a_file_named_by_what_it_is(question: str, found: tuple[str, ...]) -> None:

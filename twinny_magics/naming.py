@@ -154,13 +154,25 @@ def named_by_words(question: str, paths: Sequence[str]) -> tuple[str, ...]:
         kinds = (*_KIND_WORDS.get(suffix, ()), "file")
         if all(len(p) > 1 for p in parts) and any(f" {words} {kind} " in said for kind in kinds):
             found.append(path)
-        elif "/" not in path.strip("/").removeprefix("docs/") and any(
-            said_kind in said and stem.upper().startswith(names) for said_kind, names in _FILE_KINDS.items()
+        elif "/" not in path.strip("/").removeprefix("docs/") and (
+            any(
+                said_kind in said and stem.upper().startswith(names)
+                for said_kind, names in _FILE_KINDS.items()
+            )
+            or (
+                _ASKS_RELEASE.search(said) is not None and stem.upper().startswith(_FILE_KINDS[" changelog "])
+            )
         ):
             found.append(path)  # "according to the changelog": CHANGELOG.rst, at the top or in docs/
     return tuple(found) if len(found) <= 3 else ()
 
 
+#: "In which release did it add --list-files", "since which version is X deprecated": the changelog.
+_ASKS_RELEASE = re.compile(
+    r" (?:which|what) (?:release|version) (?:\w+ ){0,6}?(?:add|added|adds|introduce[sd]?|remove[sd]?|"
+    r"deprecate[sd]?|drop(?:ped|s)?|fix(?:ed|es)?|change[sd]?|rename[sd]?|support(?:ed|s)?) "
+    r"|(?:added|introduced|removed|deprecated|dropped|fixed) in (?:which|what) (?:release|version) "
+)
 #: Files a question names by what they are: the project's changelog, its readme, its licence.
 _FILE_KINDS = {
     " changelog ": ("CHANGELOG", "CHANGES", "HISTORY", "NEWS", "RELEASE"),

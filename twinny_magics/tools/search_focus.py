@@ -80,7 +80,7 @@ def focus_of(words: str, terms: list[str], named: Named) -> re.Pattern[str] | No
     """The lines a chunk of a named definition should hold to come first: a raise or a warning when the
     question asks what is raised, a parameter's default (``hinge=1.5``) when it asks for a default."""
     options = sorted(set(_OPTION.findall(words)))
-    if options and (_ASKS_DEFAULT.search(words) or len(options) == 1):
+    if options and (_ASKS_DEFAULT.search(words) or (len(options) == 1 and not named.paths)):
         return _declares(
             options
         )  # "the --liteclirc option's default", "the help of --strict": its declaration
