@@ -165,3 +165,23 @@ def test_build_metadata_ranks_as_a_test_does_and_a_copy_of_a_chunk_is_shown_once
     assert found[0] == "README.rst"  # the README before its copies
     # PKG-INFO and the egg-info's copy of it are the same text: one is shown at most.
     assert found.count("linty.egg-info/PKG-INFO") + found.count("PKG-INFO") <= 1
+
+
+def test_a_chunk_that_starts_inside_a_class_says_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TWINNY_MAGICS_INDEX_DIR", str(tmp_path / "index"))
+    root = tmp_path / "work"
+    (root / "tests").mkdir(parents=True)
+    body = "".join(f"    def test_case_{k}(self):\n        self.check('value {k}')\n\n" for k in range(80))
+    body += "    def test_paragraph_folded(self):\n        self.check('folded paragraph text')\n"
+    (root / "tests" / "test_things.py").write_text(
+        "import unittest\n\n\n"
+        "class FirstTestCase(unittest.TestCase):\n    def test_x(self):\n        pass\n\n\n"
+        f"class ScalarTestCase(unittest.TestCase):\n{body}"
+    )
+    text = Workspace(root).head_start(
+        "In tests/test_things.py, which test class holds test_paragraph_folded?", 2000, map=False
+    )
+    heading = next(line for line in text.splitlines() if line.startswith("tests/test_things.py"))
+    assert heading.startswith("tests/test_things.py (in class ScalarTestCase")

@@ -157,6 +157,9 @@ class Chunk:
     lines: tuple[str, ...]
     names: tuple[str, ...] = ()
     score: float = 0.0
+    #: The definition the chunk's first line is inside, when the chunk does not show its line
+    #: (``class ScalarIndentationTestCase``: "which test class holds test_x" from a chunk of its methods).
+    within: str = ""
 
 
 @dataclass
@@ -337,7 +340,9 @@ def render_chunks(chunks: Sequence[Chunk], chars: int, line_chars: int = 200) ->
         return total + sum(len(line) + 1 for line in lines) <= chars
 
     for chunk in chunks:
-        names = f" ({', '.join(chunk.names[:4])})" if chunk.names else ""
+        said = [f"in {chunk.within}"] if chunk.within else []
+        said += list(chunk.names[:4])
+        names = f" ({', '.join(said)})" if said else ""
         head = f"{chunk.path}{names}:"
         reads_on = f"[… {chunk.path} goes on: read_file with start_line at the next line's number reads it.]"
         lines = list(chunk.lines)
