@@ -386,6 +386,16 @@ class HearsRequest(Protocol):
 
 
 @runtime_checkable
+class ProposesEdits(Protocol):
+    """A toolset that can say which edit a request for a change pins down (the workspace reads the file
+    the request names): the edit nudge offers it as a ready call."""
+
+    def proposed_edit(self, request: str) -> dict[str, str] | None:
+        """The edit tool's arguments (path, find, replace) for ``request``, or None (it reads a file)."""
+        ...
+
+
+@runtime_checkable
 class GivesHeadStart(Protocol):
     """A toolset that can give the model a head start before its first step (the workspace does)."""
 

@@ -288,13 +288,19 @@ def asks_for_a_change(question: str) -> bool:
     )
 
 
-def edit_first_prompt(mode: str) -> str:
-    """The nudge sent back once when a reply to a request for a change answered without making it."""
+def edit_first_prompt(mode: str, proposed: dict[str, str] | None = None) -> str:
+    """The nudge sent back once when a reply to a request for a change answered without making it; with
+    the arguments of the edit the request's words pin down in a file (``proposed``: path, find, replace;
+    see ``tools/proposal.py``), that call, ready to make."""
     text = (
         "The user asked you to change the files, and nothing has been changed yet: describing the change "
         "does not make it. Make it now with edit_file (find: the exact text now in the file, copied from "
         "read_file without the line numbers; replace: the new text), then answer in a sentence."
     )
+    if proposed:
+        call = json.dumps({"name": "edit_file", "arguments": proposed}, ensure_ascii=False)
+        lead = "The line the request names, changed as it asks (check it; make the call, or your own):"
+        return f"{text} {lead}\n```tool\n{call}\n```" if mode == "text" else f"{text} {lead} {call}"
     if mode != "text":
         return text
     call = json.dumps(

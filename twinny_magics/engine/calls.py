@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from twinny_magics import protocol
 from twinny_magics.budget import ContextPlan, cut_result
-from twinny_magics.contracts import Notifies, ToolOutcome, Toolset, Unfinished, effects_of
+from twinny_magics.contracts import Notifies, ProposesEdits, ToolOutcome, Toolset, Unfinished, effects_of
 from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, tool_result
 from twinny_magics.events import CallFinished, CallStarted, Step
 from twinny_magics.notes import edit_first_prompt
@@ -188,6 +188,13 @@ class Calls:
             # Something may have changed: an earlier read or listing may now give another answer.
             self.made.clear()
         self.made[_signature(call)] = (key, result)
+
+
+def edit_nudge(tools: Toolset, mode: str, request: str) -> str:
+    """The edit nudge, with the ready call of the edit the request pins down when the toolset can say it
+    (the workspace reads the file the request names; see ``tools/proposal.py``)."""
+    proposed = tools.proposed_edit(request) if isinstance(tools, ProposesEdits) else None
+    return edit_first_prompt(mode, proposed)
 
 
 def offers_the_nudged_edit(tools: Toolset) -> bool:

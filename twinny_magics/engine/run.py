@@ -33,7 +33,6 @@ from twinny_magics.modes import ModeChoice, describe
 from twinny_magics.notes import (
     IMITATED_RESULT_NOTICE,
     NO_ANSWER,
-    edit_first_prompt,
     imitated_result_prompt,
     look_first_prompt,
     looks_like_a_call,
@@ -48,7 +47,7 @@ from twinny_magics.retrieval import HEAD_START_LEAD, HEAD_START_TOOL
 from twinny_magics.unanswered import not_done, unfinished_edit
 from twinny_magics.window_warning import small_window_warning
 
-from .calls import Calls, offers_the_nudged_edit
+from .calls import Calls, edit_nudge, offers_the_nudged_edit
 from .citations import check as check_cited
 from .citations import correction as cited_correction
 from .fenced_edits import fenced_edit
@@ -508,7 +507,7 @@ class Run:
             return None
         self.edit_nudged = True
         problem = "answered a request for a change without making it: nudged to edit"
-        return problem, edit_first_prompt(self.offer.mode)
+        return problem, edit_nudge(self.tools, self.offer.mode, self.question.text)
 
     def _nudge_to_finish(self) -> tuple[str, str] | None:
         """An answer to a request for changes that the edits left part of (a rename's old name still used,

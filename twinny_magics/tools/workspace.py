@@ -27,7 +27,7 @@ from twinny_magics.contracts import Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
-from twinny_magics.tools import asked, commands, files, grep
+from twinny_magics.tools import asked, commands, files, grep, proposal
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.matching import request_words
@@ -296,6 +296,11 @@ class Workspace:
     def hear(self, request: str) -> None:
         """Remember the words of the user's request this reply answers (the loop calls it first)."""
         self.request = request_words(request)
+
+    def proposed_edit(self, request: str) -> dict[str, str] | None:
+        """The edit the request pins down in a file it names, as edit_file's arguments (the edit nudge
+        offers it as a ready call; see ``tools/proposal.py``), or None."""
+        return proposal.for_request(self._conf, [f.path for f in self.index.last.files], request)
 
     def edit_file(self, path: str, find: str, replace: str) -> ToolOutput:
         """edit_file: replace ``find`` (exactly once, or the one place of several the request names) by
