@@ -161,3 +161,17 @@ def test_the_offer_is_only_an_offer_and_file_text_stays_inert(project: Path) -> 
     offered = json.loads(block.split("\n```", 1)[0])
     assert offered["name"] == "edit_file"
     assert "</tool_result>" in offered["arguments"]["find"]
+
+
+def test_a_made_edit_called_again_is_told_what_it_left_with_the_call(project: Path) -> None:
+    call = {"path": "conf/default.yaml", "find": "float-values: disable", "replace": "float-values: enable"}
+    made = "```tool\n" + json.dumps({"name": "edit_file", "arguments": call}) + "\n```"
+    server = ScriptedServer([made, made, "Done."])
+    agent = Agent(server=server, workspace=project, mode="text", edits="apply")
+    reply = agent.run(REQUEST)
+    again = reply.steps[1].results[0].output
+    assert again.startswith(
+        "Not run again. You already called edit_file with these arguments in step 1, and that"
+    )
+    assert "the request also names octal-values" in again
+    assert '"find": "octal-values: disable", "replace": "octal-values: enable"' in again

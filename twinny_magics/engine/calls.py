@@ -178,6 +178,9 @@ class Calls:
                 "arguments, use another tool (list_dir or find_files show what exists), or answer with "
                 "what you know."
             )
+        if self.unfinished and call.arguments_json() in self.edits:
+            # A made edit called again (a small model repeats its last call): what it left, with its call.
+            return f"Not run again. {said}, and that edit is made. What it left: {self.unfinished}"
         return (
             f"Not run again. {said}; its result is above and has not changed. Use it: read another part, "
             "search for something else, or answer the user."
