@@ -188,12 +188,13 @@ def test_which_questions_ask_for_the_places_that_use_a_name(
     assert asked.asks_uses(question) == found
 
 
-def test_the_lines_that_import_a_name_come_after_the_evidence(proj: Path) -> None:
+def test_the_lines_that_import_a_name_come_before_the_evidence(proj: Path) -> None:
     ws = Workspace(proj)
     text = ws.head_start(
         "Which modules of the package (not its tests) import get_user_config? Name every one.", 4000
     )
-    block = text[text.index("Every line that imports get_user_config") :]
+    assert text.index("Every line that imports get_user_config") < text.index("Best matches")
+    block = text[text.index("Every line that imports get_user_config") : text.index("Found by the loop")]
     assert "outside the tests" in block.splitlines()[0]
     assert "stamper/main.py:1: from stamper.config import get_user_config" in block
     assert "stamper/cli.py:3: from stamper.config import get_user_config" in block
@@ -201,7 +202,7 @@ def test_the_lines_that_import_a_name_come_after_the_evidence(proj: Path) -> Non
     text = ws.head_start("Which modules import get_user_config?", 4000)
     assert "tests/test_config.py:3: from stamper.config import get_user_config" in text
     calls = ws.head_start("Which functions call get_user_config?", 4000)
-    block = calls[calls.index("Every line that calls get_user_config") :]
+    block = calls[calls.index("Every line that calls get_user_config") : calls.index("Found by the loop")]
     assert "def get_user_config" not in block  # its definition is not a call
 
 
@@ -217,7 +218,7 @@ def test_the_uses_block_stays_within_its_share_and_shows_file_text_inert(proj: P
         text = ws.head_start("Which modules import get_user_config?", chars)
         assert len(text) <= chars
         if "Every line that imports" in text:
-            block = text[text.index("Every line that imports") :]
+            block = text[text.index("Every line that imports") :].split("\nFound by the loop", 1)[0]
             assert len(block) <= chars * asked.USES_SHARE
             assert len([line for line in block.splitlines()[1:] if line]) <= asked.USES_LINES
     text = ws.head_start("Where is get_user_config used?", 4000)

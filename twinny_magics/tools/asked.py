@@ -1,10 +1,12 @@
 """What the head start adds to the ranked evidence, made by the loop: the counts a count question asks
 for (`counts`, from `tally`); the lines that import, call or use the name a "which modules import X"
-question gives (`uses`, from grep); and the one-line definitions of the constants the best chunk uses
-but does not define (`constants`: ``USER_CONFIG_PATH = …``, ``LARGE_ORDER = 250``). The first two come
-after the evidence, each within its share of the head start; the constants right after the chunk that
-uses them. Each file is read through the workspace's confinement, secrets masked as in every tool
-output.
+question gives (`uses`, from grep); the code's strings with the words of a question for a message's
+exact words (`strings`, from grep); and the one-line definitions of the constants the best chunk uses
+but does not define (`constants`: ``USER_CONFIG_PATH = …``, ``LARGE_ORDER = 250``). The strings and the
+uses come before the evidence (a model listed the evidence's files as the importers, with the right
+lines after it), the counts after it, each within its share of the head start; the constants right
+after the chunk that uses them. Each file is read through the workspace's confinement, secrets masked as
+in every tool output.
 """
 
 from __future__ import annotations
