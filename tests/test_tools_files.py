@@ -95,6 +95,35 @@ async def test_a_missing_path_suggests_the_closest_existing_names(project: Path)
     assert out.text.startswith("src/ap.py does not exist. Did you mean: src/app.py")
 
 
+async def test_a_path_in_the_other_layout_reads_the_file_it_means(project: Path, tmp_path: Path) -> None:
+    """``pkg/util.py`` in a ``src/`` project and ``src/pkg/cli.py`` in a flat one mean the file that exists;
+    the result names the file read. A path that exists in neither is refused as before."""
+    ws = Workspace(project)
+    out = await call(ws, "read_file", path="pkg/util.py")
+    assert not out.is_error
+    assert "def helper():" in out.text
+    assert "src/pkg/util.py" in out.text.splitlines()[0]
+    flat = tmp_path / "flat"
+    (flat / "tool").mkdir(parents=True)
+    (flat / "tool" / "cli.py").write_text("def run():\n    pass\n")
+    (flat / ".env").write_text("TOKEN=sk-live-0123456789abcdefghijklmnopqrstuv\n")
+    flat_ws = Workspace(flat)
+    out = await call(flat_ws, "read_file", path="src/tool/cli.py")
+    assert not out.is_error
+    assert "def run():" in out.text
+    out = await call(flat_ws, "grep", pattern="def run", path="src/tool/cli.py")
+    assert "tool/cli.py:1: def run():" in out.text
+    # The other layout is checked like any path: a withheld file stays withheld, outside stays outside.
+    out = await call(flat_ws, "read_file", path="src/.env")
+    assert "sk-live-0123456789abcdefghijklmnopqrstuv" not in out.text
+    out = await call(flat_ws, "read_file", path="src/../../etc/passwd")
+    assert out.is_error
+    assert "root:" not in out.text
+    out = await call(ws, "read_file", path="nowhere/util.py")
+    assert out.is_error
+    assert "does not exist" in out.text
+
+
 async def test_an_empty_folder_is_said_to_be_empty(tmp_path: Path) -> None:
     """Listing an empty folder says so rather than returning nothing."""
     (tmp_path / "empty").mkdir()

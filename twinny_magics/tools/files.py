@@ -35,6 +35,8 @@ def require(
 ) -> Target:
     """An existing path of the kind ``want`` ("file", "dir" or "any"), or an error saying what exists."""
     target = conf.resolve(raw)
+    if not target.real.exists() and (other := _other_layout(conf, target.rel)) is not None:
+        target = other
     name = target.rel
     if not target.real.exists():
         asked = raw if isinstance(raw, str) else name
@@ -50,6 +52,20 @@ def require(
     if want == "dir" and not target.real.is_dir():
         raise WorkspaceError(f"{name} is a file; use read_file to read it.")
     return target
+
+
+def _other_layout(conf: Confinement, rel: str) -> Target | None:
+    """The file a path means in the workspace's other layout, when that one exists: ``pkg/cli.py`` for
+    ``src/pkg/cli.py`` in a flat project and the reverse in a ``src/`` one (a small model writes the
+    layout it has seen most, and repeated the failing call three times after "Did you mean")."""
+    other = rel.removeprefix("src/") if rel.startswith("src/") else f"src/{rel}"
+    if other == rel or other in ("", "src/."):
+        return None
+    try:
+        target = conf.resolve(other)
+    except WorkspaceError:
+        return None
+    return target if target.real.exists() else None
 
 
 def is_regular(path: Path) -> bool:
