@@ -185,3 +185,13 @@ def test_a_chunk_that_starts_inside_a_class_says_which(
     )
     heading = next(line for line in text.splitlines() if line.startswith("tests/test_things.py"))
     assert heading.startswith("tests/test_things.py (in class ScalarTestCase")
+
+
+def test_a_chunk_that_starts_between_definitions_is_in_none(tmp_path: Path) -> None:
+    from twinny_magics.outline import Definition
+    from twinny_magics.tools.search_focus import enclosing_of
+
+    outline = [Definition("def", "write_default", 10), Definition("class", "Box", 30)]
+    assert enclosing_of(["", "", "def upgrade(config):", "    pass"], outline, 20) == ""
+    assert enclosing_of(["", "    def method(self):", "        pass"], outline, 40) == "class Box"
+    assert enclosing_of(["        return 1"], outline, 5) == ""  # no definition before it

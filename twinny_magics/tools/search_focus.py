@@ -307,3 +307,18 @@ def spread(ranked: Sequence[_R], per_file: int) -> list[_R]:
             bodies.add(chunk.body)
             out.append(chunk)
     return out
+
+
+#: The kinds of definition a chunk that starts in one is said to be in (a method's class, a long function).
+_ENCLOSING = frozenset({"class", "def", "async def", "function", "struct", "impl", "interface"})
+
+
+def enclosing_of(lines: Sequence[str], outline: Sequence[Definition], first: int) -> str:
+    """``"class X"`` for a chunk (its ``lines`` from line ``first``) that starts inside the definition X of
+    the file's ``outline`` without showing X's line: its first line with text is indented. '' else."""
+    text = next((line for line in lines if line.strip()), "")
+    if not text[:1].isspace():
+        return ""
+    before = [d for d in outline if d.line < first]
+    outer = max(before, key=lambda d: d.line) if before else None
+    return f"{outer.kind} {outer.name}" if outer and outer.kind in _ENCLOSING else ""

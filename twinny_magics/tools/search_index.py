@@ -75,6 +75,7 @@ from twinny_magics.tools.search_focus import (
     called_near,
     copy_penalty,
     defines_bonus,
+    enclosing_of,
     env_bonus,
     excludes_tests,
     focus_of,
@@ -504,9 +505,7 @@ class SearchIndex:
                 continue
             # A definition counts only where the file's line holds its name.
             names = tuple(d.name for d in c.defined if d.name and d.name in held[d.line - c.first])
-            before = [d for d in _file_definitions(db, c.path) if d.line < c.first]
-            outer = max(before, key=lambda d: d.line) if before else None
-            within = f"{outer.kind} {outer.name}" if outer and outer.kind in _ENCLOSING else ""
+            within = enclosing_of(held, _file_definitions(db, c.path), c.first)
             out.append(Chunk(c.path, c.first, c.last, held, names, c.score, within))
         if stale:
             db.executemany("UPDATE files SET mtime = -1 WHERE path = ?", [(p,) for p in sorted(stale)])
@@ -541,10 +540,6 @@ class _Candidate:
     body: str
     defined: tuple[Definition, ...]
     score: float
-
-
-#: The kinds of definition a chunk that starts in one is said to be in (a method's class, a long function).
-_ENCLOSING = frozenset({"class", "def", "async def", "function", "struct", "impl", "interface"})
 
 
 def _bounds(start: object, end: object) -> tuple[int, int] | None:
