@@ -280,6 +280,33 @@ async def test_a_settings_new_value_names_the_other_setting_the_request_names_no
     assert out.text.startswith("Applied the edit to conf/default.yaml.\n"), out.text
 
 
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "In app.rc, turn multi_line on (True) and destructive_warning off (False).",
+        "In app.rc, turn multi_line on and destructive_warning off.",
+    ],
+)
+async def test_settings_given_values_each_way_are_not_told_to_take_one_value(
+    tmp_path: Path, request_: str
+) -> None:
+    """A request that turns one setting on and another off: after the second edit, the first (now on) is
+    no setting left to turn off."""
+    (tmp_path / "app.rc").write_text("[main]\nmulti_line = False\ndestructive_warning = True\n")
+    ws = Workspace(tmp_path, edits="apply")
+    ws.hear(request_)
+    out = await call(ws, "edit_file", path="app.rc", find="multi_line = False", replace="multi_line = True")
+    assert out.text.startswith("Applied the edit to app.rc.\n"), out.text
+    out = await call(
+        ws,
+        "edit_file",
+        path="app.rc",
+        find="destructive_warning = True",
+        replace="destructive_warning = False",
+    )
+    assert out.text.startswith("Applied the edit to app.rc.\n"), out.text
+
+
 async def test_a_loose_match_that_is_not_unique_is_refused(tmp_path: Path) -> None:
     """Ignoring whitespace must still single out one place."""
     (tmp_path / "a.py").write_text("f(1,  2)\nf(1, 2)\n")

@@ -299,7 +299,10 @@ def edit_first_prompt(mode: str, proposed: dict[str, str] | None = None) -> str:
     )
     if proposed:
         call = json.dumps({"name": "edit_file", "arguments": proposed}, ensure_ascii=False)
-        lead = "The line the request names, changed as it asks (check it; make the call, or your own):"
+        lead = (
+            "Nothing is changed until you write the call. This one changes the line the request names as it "
+            "asks (check it, then write it as your reply, or your own call):"
+        )
         return f"{text} {lead}\n```tool\n{call}\n```" if mode == "text" else f"{text} {lead} {call}"
     if mode != "text":
         return text

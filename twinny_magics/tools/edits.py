@@ -354,9 +354,11 @@ def edit_change(
     replace: str,
     *,
     request: Collection[str] = (),
+    asked: str = "",
 ) -> Change:
     """The change replacing the one occurrence of ``find`` by ``replace``, or why it cannot be made
-    (``request``: the words of the user's request, which pick one of several matches; see `match`)."""
+    (``request``: the words of the user's request, which pick one of several matches; see `match`;
+    ``asked``: the request as written, for what the edit leaves; see `still_there`)."""
     target = require(conf, path, limits, want="file", missing_hint=" To make a new file, use create_file.")
     refuse_notebook(target, "edit_file")
     refuse_write(conf, target, "edit_file")
@@ -378,7 +380,7 @@ def edit_change(
     seen = shown_text(content)
     start, end, replacement, note = match(target.rel, seen, find, replace, request)
     # The file as the tools show it after the edit (masking keeps every line where it is).
-    left = still_there(find, replacement, seen[:start] + replacement + seen[end:], target.rel, request)
+    left = still_there(find, replacement, seen[:start] + replacement + seen[end:], target.rel, request, asked)
     if seen != content:
         span = in_file(own_text(content, seen), start, end)
         if span is None:

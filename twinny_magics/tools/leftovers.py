@@ -27,7 +27,9 @@ def _names(text: str) -> set[str]:
     return {name for name in _NAME.findall(text) if name not in _NOT_NAMES}
 
 
-def still_there(find: str, replace: str, after: str, rel: str = "", request: Collection[str] = ()) -> str:
+def still_there(  # noqa: PLR0917 (the edit's parts, then what the request says)
+    find: str, replace: str, after: str, rel: str = "", request: Collection[str] = (), asked: str = ""
+) -> str:
     """A note on the names the edit took out (words of ``find`` that ``replace`` no longer has, while it
     brings a new one: a rename) that ``after`` (the file as the tools show it, after the edit) still
     has, with their lines: a small model renames a function's definition and stops, its calls left.
@@ -37,10 +39,11 @@ def still_there(find: str, replace: str, after: str, rel: str = "", request: Col
     A setting's new value (``float-values: enable`` for ``float-values: disable``) is no rename: the old
     value on other lines is no use of a name (told it was, a model set ``document-end`` too). What is
     left then is another setting the ``request``'s words name with the same old value (the request
-    enabled two rules), with its ready call."""
+    enabled two rules), with its ready call — not when the request (``asked``, as written) gives the old
+    value too, or words for both ways ("turn multi_line on and destructive_warning off")."""
     setting = _setting_change(find, replace)
     if setting is not None and (setting[1] == ":" or _CONFIG_FILE.search(rel)):
-        return _named_setting_left(setting, after, rel, request)
+        return _named_setting_left(setting, after, rel, request, asked)
     gone, brought = _names(find) - _names(replace), _names(replace) - _names(find)
     if not gone or not brought:
         return ""
@@ -73,6 +76,10 @@ _SCALAR = re.compile(r"[\w.+-]+|\"[^\"\n]*\"|'[^'\n]*'")
 _CONFIG_FILE = re.compile(r"\.(?:ini|cfg|conf|toml|ya?ml|properties|env)$|(?:^|/)\.?\w+rc$", re.IGNORECASE)
 
 
+#: Words that set a switch each way: a request with both turns some settings on and others off.
+_BOTH_WAYS = (("on", "off"), ("enable", "disable"), ("true", "false"), ("yes", "no"), ("enabled", "disabled"))
+
+
 def _setting_change(find: str, replace: str) -> tuple[str, str, str, str] | None:
     """``(key, separator, old value, new value)`` when ``find`` and ``replace`` are one setting's line
     each (``key: value``, ``key = value``) with the same key and another value; else None."""
@@ -87,11 +94,14 @@ def _setting_change(find: str, replace: str) -> tuple[str, str, str, str] | None
 
 
 def _named_setting_left(
-    setting: tuple[str, str, str, str], after: str, rel: str, request: Collection[str]
+    setting: tuple[str, str, str, str], after: str, rel: str, request: Collection[str], asked: str
 ) -> str:
     """The note on the first other setting whose key the request's words name and whose value is still
     the changed one's old value, with the call that gives it the new value; '' when there is none."""
     key, separator, old, new = setting
+    said = set(re.findall(r"[a-z0-9]+", asked.lower()))
+    if old.lower().strip("'\"") in said or any(a in said and b in said for a, b in _BOTH_WAYS):
+        return ""  # the request gives the old value, or both ways, to its settings: each has its own
     done = set(WORDS.findall(key.lower()))
     wanted = set(request) - done - set(WORDS.findall(f"{old} {new}".lower()))
     if not wanted:

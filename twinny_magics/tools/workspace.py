@@ -136,6 +136,7 @@ class Workspace:
         #: The words of the request the current reply answers (`hear`): of several places an edit's find
         #: matches, they pick the one the request names.
         self.request: frozenset[str] = frozenset()
+        self.asked = ""  # the request as written (its "on" and "off" are no words of `request`)
         # A tool's description as the model reads it, replaced whole (prompt tuning; see definitions()).
         unknown = sorted(set(descriptions or {}) - set(TOOLS))
         if unknown:
@@ -296,6 +297,7 @@ class Workspace:
     def hear(self, request: str) -> None:
         """Remember the words of the user's request this reply answers (the loop calls it first)."""
         self.request = request_words(request)
+        self.asked = request
 
     def proposed_edit(self, request: str) -> dict[str, str] | None:
         """The edit the request pins down in a file it names, as edit_file's arguments (the edit nudge
@@ -306,7 +308,9 @@ class Workspace:
         """edit_file: replace ``find`` (exactly once, or the one place of several the request names) by
         ``replace``, held for review or written."""
         try:
-            change = edit_change(self._conf, self.limits, path, find, replace, request=self.request)
+            change = edit_change(
+                self._conf, self.limits, path, find, replace, request=self.request, asked=self.asked
+            )
         except WorkspaceError as exc:
             if MASK in find and str(exc).startswith("find "):  # not found, or not exactly
                 raise WorkspaceError(MASKED_FIND.format(path=shown(path))) from None
