@@ -11,6 +11,7 @@ import pytest
 from twinny_magics.agent import Agent
 from twinny_magics.conversation import ToolCall
 from twinny_magics.servers.scripted import Scripted, ScriptedServer
+from twinny_magics.tools.workspace import Workspace
 from twinny_magics.unanswered import asks_every_use
 
 SOURCE = "def head_tail(v):\n    return v\n\n\nx = head_tail([1])\n"
@@ -129,3 +130,46 @@ def test_a_request_naming_one_thing_or_no_edit_made_is_not_sent_back(workspace: 
     agent, server = run(workspace, "In conf.ini, turn multi_line on.", Scripted("", (FIRST,)), "Done.")
     assert agent.replies[-1].text == "Done."
     assert len(server.requests) == 2
+
+
+async def test_a_renamed_functions_uses_in_other_files_are_named_with_the_first_call(tmp_path: Path) -> None:
+    """A model renamed the test's call and stopped: the definition and the other module's call were left."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pkg" / "vcs.py").write_text(
+        "class Helper:\n    def identify_repo(url):\n        return url\n"
+    )
+    (tmp_path / "pkg" / "repo.py").write_text(
+        "from pkg.vcs import identify_repo\n\n\ndef clone(url):\n    return identify_repo(url)\n"
+    )
+    (tmp_path / "tests" / "test_vcs.py").write_text(
+        "from pkg import vcs\n\n\ndef test_it():\n    assert vcs.identify_repo('u') == 'u'\n"
+    )
+    (tmp_path / "README.md").write_text("# Notes\n\nThe identify_repo function finds the kind of a repo.\n")
+    ws = Workspace(tmp_path, edits="apply")
+    out = await ws.run(
+        ToolCall(
+            "edit_file",
+            {
+                "path": "tests/test_vcs.py",
+                "find": "assert vcs.identify_repo('u') == 'u'",
+                "replace": "assert vcs.detect_repo_type('u') == 'u'",
+            },
+        )
+    )
+    assert not out.is_error, out.text
+    note = out.text.splitlines()[0]
+    assert "identify_repo is also used in pkg/vcs.py (line 2), pkg/repo.py (lines 1, 5)" in note
+    assert (
+        'starting with pkg/vcs.py line 2: {"name": "edit_file", "arguments": {"path": "pkg/vcs.py", '
+        '"find": "def identify_repo(url):", "replace": "def detect_repo_type(url):"}}'
+    ) in note
+    assert "README.md" not in note  # prose that names it is no use
+    assert out.unfinished
+    # A parameter renamed in one function: its word in other files is another thing.
+    out = await ws.run(
+        ToolCall(
+            "edit_file", {"path": "pkg/repo.py", "find": "def clone(url):", "replace": "def clone(link):"}
+        )
+    )
+    assert "also used" not in out.text

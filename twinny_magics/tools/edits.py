@@ -51,9 +51,10 @@ from typing import TYPE_CHECKING, Literal
 from twinny_magics.contracts import Settles
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
+from twinny_magics.tools import grep
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.files import BINARY_SNIFF_BYTES, looks_binary, require, shown_text
-from twinny_magics.tools.leftovers import still_there
+from twinny_magics.tools.leftovers import renamed_function, still_there, used_elsewhere
 from twinny_magics.tools.matching import in_file, match, own_text
 from twinny_magics.tools.opening import (
     Target,
@@ -381,6 +382,9 @@ def edit_change(
     start, end, replacement, note = match(target.rel, seen, find, replace, request)
     # The file as the tools show it after the edit (masking keeps every line where it is).
     left = still_there(find, replacement, seen[:start] + replacement + seen[end:], target.rel, request, asked)
+    if (rename := renamed_function(find, replacement)) is not None:
+        elsewhere = _used_elsewhere(conf, limits, rename, target.rel)
+        left = f"{left}; {elsewhere}" if left and elsewhere else left or elsewhere
     if seen != content:
         span = in_file(own_text(content, seen), start, end)
         if span is None:
@@ -393,6 +397,16 @@ def edit_change(
     new = content[:start] + replacement + content[end:]
     diff = unified_diff(target.rel, content, new)
     return Change(target, old, new.encode("utf-8"), diff, note + (f" ({left})" if left else ""), left)
+
+
+def _used_elsewhere(conf: Confinement, limits: ToolLimits, rename: tuple[str, str], rel: str) -> str:
+    """Where a renamed function is still used in the other files, found by grep (see `used_elsewhere`)."""
+    old, new = rename
+    try:
+        rows = grep.grep(conf, limits, rf"\b{old}\b", None).splitlines()
+    except WorkspaceError:
+        return ""
+    return used_elsewhere(old, new, rows, rel)
 
 
 def create_change(conf: Confinement, path: str, content: str) -> Change:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
+from twinny_magics.tools.base import call_text
 from twinny_magics.tools.matching import WORDS, line_call
 
 #: A name an edit renames: an identifier, not a number or a one- or two-letter word.
@@ -65,6 +66,60 @@ def still_there(  # noqa: PLR0917 (the edit's parts, then what the request says)
     if not notes:
         return ""
     return f"{'; '.join(notes)} of this file: if each use should change too, edit those as well{first}"
+
+
+def renamed_function(find: str, replace: str) -> tuple[str, str] | None:
+    """``(old, new)`` when the edit renames a function or a class: one name gone, one brought, and the
+    old one defined (``def``, ``class``) or called (``name(``) in ``find`` — not a parameter or a local
+    (renamed in its function alone, its word elsewhere is another thing)."""
+    gone, brought = _names(find) - _names(replace), _names(replace) - _names(find)
+    if len(gone) != 1 or len(brought) != 1:
+        return None
+    old = next(iter(gone))
+    if not re.search(rf"\b(?:def|class)\s+{old}\b|(?<![\w]){old}\s*\(", find):
+        return None
+    return old, next(iter(brought))
+
+
+def used_elsewhere(old: str, new: str, rows: Sequence[str], rel: str) -> str:
+    """The note on a renamed function's uses in other files, from grep's ``rows`` (``path:line: text``)
+    over the workspace: the code files and lines that still use ``old`` as code (not docs or notebooks),
+    and the call that renames the first ('' when none), the file that defines it first. A model renamed
+    the test's call and stopped, the definition left."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for row in rows:
+        path, sep, rest = row.partition(":")
+        number, sep2, text = rest.partition(": ")
+        if not (sep and sep2 and number.isdigit()) or path == rel or _PROSE_PATH.search(path):
+            continue
+        if not _code_use(text, old):
+            continue
+        text = _ANNOTATION.sub("", text)  # grep's "[in class X]", "[under A > B]": not the file's text
+        found.setdefault(path, []).append((int(number), text.strip()))
+    if not found:
+        return ""
+    defines = re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(old)}\b")
+    found = dict(sorted(found.items(), key=lambda item: not any(defines.match(t) for _, t in item[1])))
+    places = [
+        f"{path} ({'line' if len(at) == 1 else 'lines'} {', '.join(str(n) for n, _ in at[:LEFT_LINES])})"
+        for path, at in list(found.items())[:ELSEWHERE_FILES]
+    ]
+    more = f" and {len(found) - ELSEWHERE_FILES} more files" if len(found) > ELSEWHERE_FILES else ""
+    first, at = next(iter(found.items()))
+    line_number, line = at[0]
+    call = call_text(
+        "edit_file", {"path": first, "find": line, "replace": re.sub(rf"\b{re.escape(old)}\b", new, line)}
+    )
+    return (
+        f"{old} is also used in {', '.join(places)}{more}; starting with {first} line {line_number}: {call}"
+    )
+
+
+#: Docs, notes and notebooks: a name there is prose about the code (and a notebook is edited as cells).
+_PROSE_PATH = re.compile(r"\.(?:md|markdown|rst|txt|ipynb|html?)$", re.IGNORECASE)
+_ANNOTATION = re.compile(r"  \[(?:in class|under) [^\]]*\]$")
+#: At most this many other files are named for a renamed function's uses.
+ELSEWHERE_FILES = 4
 
 
 _SETTING_LINE = re.compile(r"^[ \t]*(?:-[ \t]+)?([\w][\w.-]*)[ \t]*([:=])[ \t]*(\S.*?)[ \t]*$")
