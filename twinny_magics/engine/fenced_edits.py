@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from difflib import Match, SequenceMatcher
 
 from twinny_magics import protocol
+from twinny_magics.contracts import ProposesEdits
 from twinny_magics.conversation import Message, ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.notes import edit_first_prompt
@@ -444,3 +445,36 @@ def _template() -> ToolCall:
     """The edit nudge's own call: the tool and argument names a fence's edit is called with (the engine
     names no tool)."""
     return protocol.parse_reply(edit_first_prompt("text")).calls[0]
+
+
+#: The id of a call made from the request itself (not from what the model wrote).
+REQUESTED_EDIT_ID = "call_requested_edit"
+
+
+async def requested_edit(question: str, tools: object) -> ToolCall | None:
+    """The call of the edit tool for the edit the request itself pins down in a file it names (the
+    nudge offered it; see ``tools/proposal.py``), for a reply that, nudged, still made no edit: run
+    through the same tool and approval as any call. None when the toolset cannot say, or there is none."""
+    if not isinstance(tools, ProposesEdits):
+        return None
+    found = await asyncio.to_thread(tools.proposed_edit, question)
+    if not found:
+        return None
+    template = _template()
+    names = list(template.arguments)
+    values = [found["path"], found["find"], found["replace"]]
+    return ToolCall(template.name, dict(zip(names, values, strict=False)), id=REQUESTED_EDIT_ID)
+
+
+def fallback_notice(call: ToolCall) -> str:
+    """What the reply's notices say of an edit the loop read from the reply, or from the request."""
+    path = call.arguments.get("path", "?")
+    if call.id == REQUESTED_EDIT_ID:
+        return (
+            f"The model described the change instead of calling {call.name}, twice: the edit the request "
+            f"names in {path} was made as that call (the same review)."
+        )
+    return (
+        "The model wrote the change (changed code in a fence, a script that replaces, or a replacement "
+        f"in inline code) instead of calling {call.name}: read as that edit of {path}."
+    )

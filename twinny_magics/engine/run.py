@@ -50,7 +50,7 @@ from twinny_magics.window_warning import small_window_warning
 from .calls import Calls, edit_nudge, offers_the_nudged_edit
 from .citations import check as check_cited
 from .citations import correction as cited_correction
-from .fenced_edits import fenced_edit
+from .fenced_edits import fallback_notice, fenced_edit, requested_edit
 from .grounding import correction as quote_correction
 from .grounding import ungrounded
 from .meter import Meter, Weighed, reuses_cache
@@ -479,21 +479,19 @@ class Run:
     async def _fenced_edit(self, record: Step, text: str, plan: ContextPlan) -> bool:
         """A reply to a request for a change that printed the changed code in a fence instead of calling
         the edit tool: the fence read as the edit it proposes and run as that call, through the same tool
-        and approval (``fenced_edits``). Whether it ran."""
+        and approval (``fenced_edits``); nudged with the ready call and still describing, the edit the
+        request pins down (`requested_edit`). Whether it ran."""
         if self.fenced >= 2 or self.calls.edited or not self.settings.edit_first:
             return False
         if not self.question.asks_change or not offers_the_nudged_edit(self.tools):
             return False
         call = await fenced_edit(text, self.question.text, self.messages, self.tools)
+        if call is None and self.edit_nudged:  # nudged with the ready call, still described: the request's
+            call = await requested_edit(self.question.text, self.tools)
         if call is None:
             return False
         self.fenced += 1
-        self.tell.notice(
-            "fallback",
-            "The model wrote the change (changed code in a fence, a script that replaces, or a replacement "
-            f"in inline code) instead of calling {call.name}: read as that edit of "
-            f"{call.arguments.get('path', '?')}.",
-        )
+        self.tell.notice("fallback", fallback_notice(call))
         self.messages = [*self.messages, *await self.calls.run(record, text, [call], plan, self.messages)]
         self._count_unusable(all(r.is_error for r in record.results))
         return True
