@@ -65,10 +65,15 @@ _GREP_ROW = re.compile(r"^([^\s:]+):(\d+): ")
 
 
 def shown_lines(evidence: str) -> list[list[tuple[str, int]]]:
-    """The evidence's chunks, each the (path, line number) pairs it shows, in order."""
+    """The evidence's chunks, each the (path, line number) pairs it shows, in order: the grep rows the
+    head start puts before the ranked search (a message's strings, the lines that import a name) first,
+    as one chunk, then the search's chunks and the rows after them."""
     chunks: list[list[tuple[str, int]]] = []
     path: str | None = None
-    _, lead, rest = evidence.partition(SEARCH_LEAD)
+    before, lead, rest = evidence.partition(SEARCH_LEAD)
+    first = [(m.group(1), int(m.group(2))) for m in map(_GREP_ROW.match, before.splitlines()) if m]
+    if lead and first:
+        chunks.append(first)
     for line in (rest if lead else "").splitlines():
         row = _ROW.match(line)
         if row and path is not None:

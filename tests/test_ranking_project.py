@@ -344,3 +344,10 @@ def test_a_hyphenated_name_is_a_name(tmp_path: Path, monkeypatch: pytest.MonkeyP
     first = [text for _, text in chunks[0][1]]
     assert any(text.strip() == "line-length:" for text in first)
     assert any(text.strip() == "max: 33" for text in first)
+
+
+def test_an_options_two_spellings_are_no_path() -> None:
+    assert named_in("What is the help text of the -s/--strict option?").paths == ()
+    assert named_in("How do I pass -c/--config-file to it?").paths == ()
+    assert named_in("In yamllint/conf/default.yaml, what is set?").paths == ("yamllint/conf/default.yaml",)
+    assert named_in("What does pkg/rules hold?").paths == ("pkg/rules",)

@@ -19,7 +19,8 @@ _WORD = re.compile(r"\w+")
 
 #: A file as a question names it: a path with a folder, or a file name with a known extension.
 _NAMED_PATH = re.compile(
-    r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]*\w|(?<![\w/.-])[\w.-]*\w\.(?:py|pyi|ipynb|cfg|toml|ini|rst|md|txt|json|ya?ml|"
+    # Each part starts as a name does: "-s/--strict" is an option's two spellings, not a path.
+    r"(?<![\w/.-])(?:[\w.][\w.-]*/)+(?:[\w.][\w.-]*)?\w|(?<![\w/.-])[\w.-]*\w\.(?:py|pyi|ipynb|cfg|toml|ini|rst|md|txt|json|ya?ml|"
     r"js|ts|jsx|tsx|go|rs|java|c|h|cpp|hpp|rb|sh|r|jl|sql)(?![\w])",
     re.IGNORECASE,
 )
