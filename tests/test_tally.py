@@ -274,8 +274,11 @@ def test_a_count_question_naming_a_file_gets_its_counts_after_the_evidence(tmp_p
     assert lead in text
     assert text.index(lead) > text.index("Found by the loop before your first step")
     counts = text[text.index(lead) :]
-    assert "tests/test_x.py:\n- lines: " in counts
-    assert "- top-level functions named test*: 3 (test_one, test_two, test_three)" in counts
+    # What is counted comes first; the file's lines, not asked for, last.
+    assert "tests/test_x.py:\n- top-level functions named test*: 3 (test_one, test_two, test_three)" in counts
+    assert "- lines: " in counts
+    lines = ws.head_start("How many lines does tests/test_x.py have?", 6000)
+    assert "tests/test_x.py:\n- lines: " in lines
     assert "pkg/lib.py" not in counts
 
 
