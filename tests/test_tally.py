@@ -267,13 +267,13 @@ def workspace(root: Path) -> Path:
     return root
 
 
-def test_a_count_question_naming_a_file_gets_its_counts_after_the_evidence(tmp_path: Path) -> None:
+def test_a_count_question_naming_a_file_gets_its_counts_before_the_evidence(tmp_path: Path) -> None:
     ws = Workspace(workspace(tmp_path))
     text = ws.head_start("How many test functions does tests/test_x.py define?", 6000)
     lead = "Counted by the loop over the whole file"
     assert lead in text
-    assert text.index(lead) > text.index("Found by the loop before your first step")
-    counts = text[text.index(lead) :]
+    assert text.index(lead) < text.index("Found by the loop before your first step")
+    counts = text[text.index(lead) : text.index("Found by the loop before your first step")]
     # What is counted comes first; the file's lines, not asked for, last.
     assert "tests/test_x.py:\n- top-level functions named test*: 3 (test_one, test_two, test_three)" in counts
     assert "- lines: " in counts
@@ -306,6 +306,7 @@ def test_counts_stay_within_their_share_of_the_head_start(tmp_path: Path) -> Non
     for chars in (800, 2000, 6000):
         text = ws.head_start("How many classes does many.py define?", chars)
         counts = text[text.index("Counted by the loop") :] if "Counted by the loop" in text else ""
+        counts = counts.split("\nFound by the loop", 1)[0]  # the block comes before the evidence
         assert len(counts) <= chars * TALLY_SHARE
         assert len(text) <= chars
 

@@ -4,7 +4,9 @@ question gives (`uses`, from grep); the code's strings with the words of a quest
 exact words (`strings`, from grep); and the one-line definitions of the constants the best chunk uses
 but does not define (`constants`: ``USER_CONFIG_PATH = …``, ``LARGE_ORDER = 250``). The strings and the
 uses come before the evidence (a model listed the evidence's files as the importers, with the right
-lines after it), the counts after it, each within its share of the head start; the constants right
+lines after it), and so do the counts (a model counted the three calls a chunk showed, not the block's
+five after it; on the development count tasks 18 of 27 before, 13 after), each within its share of the
+head start; the constants right
 after the chunk that uses them. Each file is read through the workspace's confinement, secrets masked as
 in every tool output.
 """

@@ -387,7 +387,7 @@ class Workspace:
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
             chunks = asked.constants(self._conf, chunks)
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
-        return mask_secrets("\n".join(part for part in (ran, said, uses, files, counts) if part))
+        return mask_secrets("\n".join(part for part in (ran, said, uses, counts, files) if part))
 
     def _cells_ran(self, question: str, chars: int) -> str:
         """For a question about what ran in the notebook, the newest cells run in the kernel (their
