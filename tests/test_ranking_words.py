@@ -198,17 +198,12 @@ def test_a_question_for_a_messages_words_gets_the_string_not_the_docstrings(app:
     assert path == "tinyapp/audit.py"
     assert any("Unable to open the audit log file" in text for _, text in rows)
     # A string with one of the words, or a docstring, gains nothing; nor a question that asks no message.
-    assert message_bonus(question, named_in(question), 'x = "the audit trail"', {"audit", "open"}) == 0
-    assert message_bonus(question, named_in(question), '"""open the audit log"""', {"audit", "open"}) == 0
-    assert (
-        message_bonus("How is the audit log opened?", None, 'e = "open the audit log"', {"audit", "open"})
-        == 0
-    )
-    assert message_bonus(question, None, 'e = "open the audit log"', {"audit", "open"}) > 0
+    assert message_bonus(question, 'x = "the audit trail"', {"audit", "open"}) == 0
+    assert message_bonus(question, '"""open the audit log"""', {"audit", "open"}) == 0
+    assert message_bonus("How is the audit log opened?", 'e = "open the audit log"', {"audit", "open"}) == 0
+    assert message_bonus(question, 'e = "open the audit log"', {"audit", "open"}) > 0
     # An option's help describes it; the program never says it.
-    assert (
-        message_bonus(question, None, 'option("--audit", help="open the audit log")', {"audit", "open"}) == 0
-    )
+    assert message_bonus(question, 'option("--audit", help="open the audit log")', {"audit", "open"}) == 0
 
 
 def test_a_long_named_functions_body_past_its_first_chunk_comes_next(app: Path) -> None:

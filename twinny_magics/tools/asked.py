@@ -23,7 +23,7 @@ from twinny_magics.retrieval import Chunk
 from twinny_magics.tools import files, grep
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.paths import Confinement
-from twinny_magics.tools.search_focus import TEST_PATH, excludes_tests
+from twinny_magics.tools.search_focus import TEST_PATH, excludes_tests, literal_words, message_literals
 
 #: A count question's head start gives the counts of at most this many of the files (and folders) it
 #: names, in at most this share of the head start's room; a line longer than TALLY_LINE_CHARS is cut (its
@@ -156,10 +156,6 @@ _FRAME_WORDS = frozenset(
     """message messages error errors warning warnings quote exactly exact wording text give gives given
     report reports print prints show shows say says raise raises string""".split()  # noqa: SIM905
 )
-#: A string literal on one line, eight characters or more, not a docstring's quotes.
-_LITERAL = re.compile(r"(?<![\w\\])([\"'])((?:(?!\1)[^\\\n]|\\.){8,})\1")
-#: An option's description (``help='…'``): the program shows it when asked, it never reports it.
-_DESCRIBES = re.compile(r"\b(?:help|description|metavar|epilog|usage)\s*=\s*[\w.]*\(?\s*$")
 #: Files whose strings are prose about the program, not what it says: docs, changelogs, metadata.
 _PROSE_FILE = re.compile(
     r"\.(?:rst|md|txt|html?|ipynb)$|(?:^|/)PKG-INFO$|\.(?:egg|dist)-info/", re.IGNORECASE
@@ -210,14 +206,9 @@ def strings(
             continue
         if TEST_PATH.search(path) and not tests:
             continue
-        best = 0
-        for literal in _LITERAL.finditer(text):
-            if _DESCRIBES.search(text[: literal.start()]) or '"""' in text or "'''" in text:
-                continue
-            if " " not in literal.group(2).strip():  # a key, a path, a name: no message
-                continue
-            said = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", literal.group(2))}
-            best = max(best, len(said & set(words)))
+        # A string with no space is a key, a path, a name: no message.
+        said = [literal_words(literal) for literal in message_literals(text) if " " in literal.strip()]
+        best = max((len(found & set(words)) for found in said), default=0)
         if best >= 2:
             scored.append((-best, len(scored), row))
     if not scored:

@@ -13,7 +13,7 @@ import builtins
 import keyword
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from twinny_magics.naming import Named
@@ -80,10 +80,9 @@ def focus_of(words: str, terms: list[str], named: Named) -> re.Pattern[str] | No
     """The lines a chunk of a named definition should hold to come first: a raise or a warning when the
     question asks what is raised, a parameter's default (``hinge=1.5``) when it asks for a default."""
     options = sorted(set(_OPTION.findall(words)))
+    # "The --liteclirc option's default", "the help of --strict": its declaration.
     if options and (_ASKS_DEFAULT.search(words) or (len(options) == 1 and not named.paths)):
-        return _declares(
-            options
-        )  # "the --liteclirc option's default", "the help of --strict": its declaration
+        return _declares(options)
     if _ASKS_ENV.search(words):  # the line that reads it, far down a long function
         return _READS_ENV
     if not named:
@@ -155,7 +154,7 @@ _DESCRIBES = re.compile(r"\b(?:help|description|metavar|epilog|usage)\s*=\s*[\w.
 MESSAGE_BONUS = 8.0
 
 
-def message_bonus(question: str, named: Named | None, body: str, terms: set[str]) -> float:
+def message_bonus(question: str, body: str, terms: set[str]) -> float:
     """What a chunk gains for a question for a message's words, when a string in it (a one-line literal,
     not a docstring) holds at least two of the question's words. A question that names something asks
     for it too ("what message does the line-length rule report": the rule's id names it; its message is
@@ -163,15 +162,24 @@ def message_bonus(question: str, named: Named | None, body: str, terms: set[str]
     if not _ASKS_MESSAGE.search(question):
         return 0.0
     for line in body.splitlines():
-        if '"""' in line or "'''" in line:
-            continue
-        for literal in _LITERAL.finditer(line):
-            if _DESCRIBES.search(line[: literal.start()]):  # an option's help describes it: no message
-                continue
-            words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", literal.group(2))}
-            if len(words & terms) >= 2:
-                return MESSAGE_BONUS
+        if any(len(literal_words(text) & terms) >= 2 for text in message_literals(line)):
+            return MESSAGE_BONUS
     return 0.0
+
+
+def message_literals(line: str) -> Iterator[str]:
+    """The one-line string literals of ``line`` that a program may say (not a docstring's line, not an
+    option's ``help=`` that describes it), their text without the quotes."""
+    if '"""' in line or "'''" in line:
+        return
+    for literal in _LITERAL.finditer(line):
+        if not _DESCRIBES.search(line[: literal.start()]):
+            yield literal.group(2)
+
+
+def literal_words(text: str) -> set[str]:
+    """A string's words of three letters or more, lower case."""
+    return {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)}
 
 
 #: A package's build metadata, a copy of its README (``PKG-INFO``, ``x.egg-info/PKG-INFO``) and lists

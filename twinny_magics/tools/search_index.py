@@ -412,7 +412,7 @@ class SearchIndex:
                 continue
             if (bounds := _bounds(start, end)) is None:
                 continue
-            plain = setting_bonus(written, named, path) + message_bonus(written, named, str(body), wanted)
+            plain = setting_bonus(written, named, path) + message_bonus(written, str(body), wanted)
             aside = not asks_tests and TEST_PATH.search(path) is not None  # a test, not asked about
             plain -= (TEST_PENALTY if aside else 0.0) + copy_penalty(written, path)
             plain += option_bonus(written, str(body)) + env_bonus(written, str(body))
