@@ -415,12 +415,12 @@ async def _read(tools: ReadsCitedLines, path: str) -> list[str] | None:
     return [line for _, line in numbered]
 
 
-def as_call(found: Proposal, template: ToolCall) -> ToolCall:
+def as_call(found: Proposal, template: ToolCall, call_id: str = "call_fenced_edit") -> ToolCall:
     """``found`` as a call of the edit tool, with the argument names ``template`` (the nudge's call)
     uses: path, find, replace, in that order."""
     names = list(template.arguments)
     values = [found.path, found.find, found.replace]
-    return ToolCall(template.name, dict(zip(names, values, strict=False)), id="call_fenced_edit")
+    return ToolCall(template.name, dict(zip(names, values, strict=False)), id=call_id)
 
 
 def context_of(question: str, messages: Sequence[Message]) -> list[str]:
@@ -460,10 +460,8 @@ async def requested_edit(question: str, tools: object) -> ToolCall | None:
     found = await asyncio.to_thread(tools.proposed_edit, question)
     if not found:
         return None
-    template = _template()
-    names = list(template.arguments)
-    values = [found["path"], found["find"], found["replace"]]
-    return ToolCall(template.name, dict(zip(names, values, strict=False)), id=REQUESTED_EDIT_ID)
+    edit = Proposal(found["path"], found["find"], found["replace"], anchors=0)
+    return as_call(edit, _template(), REQUESTED_EDIT_ID)
 
 
 def fallback_notice(call: ToolCall) -> str:
