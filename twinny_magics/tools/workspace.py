@@ -133,10 +133,8 @@ class Workspace:
         self.limits = limits
         # Every edit proposed or made in this session, in order; `pending` is the ones still waiting.
         self.proposals: list[PendingEdit] = []
-        #: The words of the request the current reply answers (`hear`): of several places an edit's find
-        #: matches, they pick the one the request names.
-        self.request: frozenset[str] = frozenset()
-        self.asked = ""  # the request as written (its "on" and "off" are no words of `request`)
+        #: The request the current reply answers, as written (`hear`); `request` gives its words.
+        self.asked = ""
         # A tool's description as the model reads it, replaced whole (prompt tuning; see definitions()).
         unknown = sorted(set(descriptions or {}) - set(TOOLS))
         if unknown:
@@ -295,9 +293,14 @@ class Workspace:
     # -- the edits -----------------------------------------------------------------------------------
 
     def hear(self, request: str) -> None:
-        """Remember the words of the user's request this reply answers (the loop calls it first)."""
-        self.request = request_words(request)
+        """Remember the user's request this reply answers (the loop calls it first)."""
         self.asked = request
+
+    @property
+    def request(self) -> frozenset[str]:
+        """The words of the request (`hear`): of several places an edit's find matches, they pick the one
+        the request names; what an edit leaves reads the request as written (its "on" and "off")."""
+        return request_words(self.asked)
 
     def proposed_edit(self, request: str) -> dict[str, str] | None:
         """The edit the request pins down in a file it names, as edit_file's arguments (the edit nudge
