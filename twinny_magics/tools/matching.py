@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK
@@ -116,7 +116,7 @@ def _by_request(
     scored = []
     for start in starts:
         number = text.count("\n", 0, start)
-        context = [rows[number], *_enclosing(rows, number)]
+        context = [rows[number], *enclosing(rows, number)]
         said = wanted & set(WORDS.findall(" ".join(context).lower()))
         scored.append((len(said), start, number, context))
     scored.sort(key=lambda row: -row[0])
@@ -128,7 +128,7 @@ def _by_request(
     return start, f"at line {number + 1}{under}"
 
 
-def _enclosing(rows: list[str], number: int) -> list[str]:
+def enclosing(rows: Sequence[str], number: int) -> list[str]:
     """The lines that hold row ``number``: each earlier line less indented than the last one taken (a
     YAML key's parents, a method's class) and, at the left edge, the INI or TOML section it is in."""
     out: list[str] = []

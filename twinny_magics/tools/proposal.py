@@ -26,7 +26,7 @@ from twinny_magics.errors import WorkspaceError
 from twinny_magics.naming import defining_line, named_by_words, named_in
 from twinny_magics.redact import MASK
 from twinny_magics.tools import files
-from twinny_magics.tools.matching import WORDS, request_words
+from twinny_magics.tools.matching import WORDS, enclosing, request_words
 from twinny_magics.tools.paths import Confinement
 
 _RENAME = re.compile(
@@ -156,22 +156,16 @@ def _scored(lines: Sequence[str], names: Sequence[str], words: frozenset[str], k
     """How strongly line ``k`` is a place the request names: a name on the line itself counts more than
     a name or a word of the request on the lines that hold it (a YAML key's parents, the dict a key is in:
     ``braces:`` above ``max-spaces-inside: 1`` for "spaces inside braces")."""
-    own = sum(3 for name in names if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", lines[k]))
-    own += len(words & set(WORDS.findall(lines[k].lower())))
-    indent = len(lines[k]) - len(lines[k].lstrip())
-    held = 0
-    for j in range(k - 1, max(-1, k - 40), -1):
-        line = lines[j]
-        if not line.strip():
-            continue
-        here = len(line) - len(line.lstrip())
-        if here < indent:
-            held += sum(1 for name in names if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", line))
-            held += len(words & set(WORDS.findall(line.lower())))
-            indent = here
-        if here == 0:
-            break
-    return own + held
+
+    def names_on(line: str) -> int:
+        return sum(1 for name in names if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", line))
+
+    def words_on(line: str) -> int:
+        return len(words & set(WORDS.findall(line.lower())))
+
+    # The holders as the edit tool reads them when it picks one of several matches (`matching.enclosing`).
+    held = enclosing(lines, k)
+    return 3 * names_on(lines[k]) + words_on(lines[k]) + sum(names_on(h) + words_on(h) for h in held)
 
 
 def _best(found: list[tuple[int, int]]) -> int | None:
