@@ -28,6 +28,12 @@ def _names(text: str) -> set[str]:
     return {name for name in _NAME.findall(text) if name not in _NOT_NAMES}
 
 
+def _swapped(find: str, replace: str) -> tuple[set[str], set[str]]:
+    """The names ``find`` has and ``replace`` does not, and the reverse: a rename takes one and brings one."""
+    before, after = _names(find), _names(replace)
+    return before - after, after - before
+
+
 def still_there(  # noqa: PLR0917 (the edit's parts, then what the request says)
     find: str, replace: str, after: str, rel: str = "", request: Collection[str] = (), asked: str = ""
 ) -> str:
@@ -45,7 +51,7 @@ def still_there(  # noqa: PLR0917 (the edit's parts, then what the request says)
     setting = _setting_change(find, replace)
     if setting is not None and (setting[1] == ":" or _CONFIG_FILE.search(rel)):
         return _named_setting_left(setting, after, rel, request, asked)
-    gone, brought = _names(find) - _names(replace), _names(replace) - _names(find)
+    gone, brought = _swapped(find, replace)
     if not gone or not brought:
         return ""
     notes = []
@@ -72,7 +78,7 @@ def renamed_function(find: str, replace: str) -> tuple[str, str] | None:
     """``(old, new)`` when the edit renames a function or a class: one name gone, one brought, and the
     old one defined (``def``, ``class``) or called (``name(``) in ``find`` — not a parameter or a local
     (renamed in its function alone, its word elsewhere is another thing)."""
-    gone, brought = _names(find) - _names(replace), _names(replace) - _names(find)
+    gone, brought = _swapped(find, replace)
     if len(gone) != 1 or len(brought) != 1:
         return None
     old = next(iter(gone))
@@ -92,9 +98,9 @@ def used_elsewhere(old: str, new: str, rows: Sequence[str], rel: str) -> str:
         number, sep2, text = rest.partition(": ")
         if not (sep and sep2 and number.isdigit()) or path == rel or _PROSE_PATH.search(path):
             continue
+        text = _ANNOTATION.sub("", text)  # grep's "[in class X]", "[under A > B]": not the file's text
         if not _code_use(text, old):
             continue
-        text = _ANNOTATION.sub("", text)  # grep's "[in class X]", "[under A > B]": not the file's text
         found.setdefault(path, []).append((int(number), text.strip()))
     if not found:
         return ""
