@@ -23,7 +23,14 @@ from twinny_magics.retrieval import Chunk
 from twinny_magics.tools import files, grep
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.paths import Confinement
-from twinny_magics.tools.search_focus import TEST_PATH, excludes_tests, literal_words, message_literals
+from twinny_magics.tools.search_focus import (
+    COPIES,
+    PROSE_PATH,
+    TEST_PATH,
+    excludes_tests,
+    literal_words,
+    message_literals,
+)
 
 #: A count question's head start gives the counts of at most this many of the files (and folders) it
 #: names, in at most this share of the head start's room; a line longer than TALLY_LINE_CHARS is cut (its
@@ -156,10 +163,6 @@ _FRAME_WORDS = frozenset(
     """message messages error errors warning warnings quote exactly exact wording text give gives given
     report reports print prints show shows say says raise raises string""".split()  # noqa: SIM905
 )
-#: Files whose strings are prose about the program, not what it says: docs, changelogs, metadata.
-_PROSE_FILE = re.compile(
-    r"\.(?:rst|md|txt|html?|ipynb)$|(?:^|/)PKG-INFO$|\.(?:egg|dist)-info/", re.IGNORECASE
-)
 _HYPHENATED = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w-])")
 #: At most this many strings, in at most this share of the head start.
 STRINGS_LINES = 6
@@ -202,7 +205,7 @@ def strings(
     for row in found.splitlines():
         path, sep, rest = row.partition(":")
         number, sep2, text = rest.partition(": ")
-        if not (sep and sep2 and number.isdigit()) or _PROSE_FILE.search(path):
+        if not (sep and sep2 and number.isdigit()) or PROSE_PATH.search(path) or COPIES.search(path):
             continue
         if TEST_PATH.search(path) and not tests:
             continue

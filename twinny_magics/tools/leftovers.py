@@ -13,6 +13,7 @@ from collections.abc import Collection, Sequence
 
 from twinny_magics.tools.base import call_text
 from twinny_magics.tools.matching import WORDS, line_call
+from twinny_magics.tools.search_focus import PROSE_PATH
 
 #: A name an edit renames: an identifier, not a number or a one- or two-letter word.
 _NAME = re.compile(r"\b[A-Za-z_]\w{2,}\b")
@@ -96,7 +97,7 @@ def used_elsewhere(old: str, new: str, rows: Sequence[str], rel: str) -> str:
     for row in rows:
         path, sep, rest = row.partition(":")
         number, sep2, text = rest.partition(": ")
-        if not (sep and sep2 and number.isdigit()) or path == rel or _PROSE_PATH.search(path):
+        if not (sep and sep2 and number.isdigit()) or path == rel or PROSE_PATH.search(path):
             continue
         text = _ANNOTATION.sub("", text)  # grep's "[in class X]", "[under A > B]": not the file's text
         if not _code_use(text, old):
@@ -121,8 +122,6 @@ def used_elsewhere(old: str, new: str, rows: Sequence[str], rel: str) -> str:
     )
 
 
-#: Docs, notes and notebooks: a name there is prose about the code (and a notebook is edited as cells).
-_PROSE_PATH = re.compile(r"\.(?:md|markdown|rst|txt|ipynb|html?)$", re.IGNORECASE)
 _ANNOTATION = re.compile(r"  \[(?:in class|under) [^\]]*\]$")
 #: At most this many other files are named for a renamed function's uses.
 ELSEWHERE_FILES = 4

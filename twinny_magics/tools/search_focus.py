@@ -184,13 +184,15 @@ def literal_words(text: str) -> set[str]:
 
 #: A package's build metadata, a copy of its README (``PKG-INFO``, ``x.egg-info/PKG-INFO``) and lists
 #: of its files: they repeat the README's words, and three copies of its example filled the evidence.
-_COPIES = re.compile(r"(?:^|/)[^/]+\.(?:egg|dist)-info/|(?:^|/)PKG-INFO$")
+COPIES = re.compile(r"(?:^|/)[^/]+\.(?:egg|dist)-info/|(?:^|/)PKG-INFO$")
+#: Docs, notes and notebooks: a name or a string there is prose about the code, not the code.
+PROSE_PATH = re.compile(r"\.(?:md|markdown|rst|txt|ipynb|html?)$", re.IGNORECASE)
 _ASKS_METADATA = re.compile(r"PKG-INFO|egg-info|dist-info|\bmetadata\b", re.IGNORECASE)
 
 
 def copy_penalty(question: str, path: str) -> float:
     """What a chunk of build metadata loses when the question does not ask about it (as a test's does)."""
-    return TEST_PENALTY if _COPIES.search(path) and not _ASKS_METADATA.search(question) else 0.0
+    return TEST_PENALTY if COPIES.search(path) and not _ASKS_METADATA.search(question) else 0.0
 
 
 def excludes_tests(question: str) -> bool:
