@@ -655,7 +655,8 @@ def test_head_start_stays_within_its_budget_and_says_where_it_came_from(project:
     ws = Workspace(project)
     text = ws.head_start("Where is merge_with defined?", chars)
     assert 0 < len(text) <= chars
-    assert text.startswith("Found by the loop before your first step (not by you)")
+    # The evidence's lead, or a block the loop put before it (the definitions asked for), says so.
+    assert "found by the loop" in text.splitlines()[0].lower()
     if chars >= 1500:
         assert "pkg/merging.py" in text
         assert "def merge_with(func, *dicts):" in text

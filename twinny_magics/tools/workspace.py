@@ -27,7 +27,7 @@ from twinny_magics.contracts import Effects
 from twinny_magics.conversation import ToolCall
 from twinny_magics.errors import WorkspaceError
 from twinny_magics.redact import MASK, mask_secrets
-from twinny_magics.tools import asked, commands, files, grep, proposal
+from twinny_magics.tools import asked, commands, defined, files, grep, proposal
 from twinny_magics.tools.base import ToolLimits, ToolOutput, cut_line
 from twinny_magics.tools.edits import Change, PendingEdit, create_change, edit_change, short_diff
 from twinny_magics.tools.matching import request_words
@@ -375,7 +375,7 @@ class Workspace:
         # A first reply in a big folder waits at most HEAD_START_SECONDS for the index; the rest of it is
         # read by later calls (the map says how many files wait).
         survey = self.index.update(HEAD_START_SECONDS)
-        files = counts = uses = said = ""
+        files = counts = uses = said = where = ""
         if survey.files:  # an empty folder: nothing to map or find, and "(no files)" only distracts
             terms = retrieval.query_terms(question)
             if evidence:
@@ -383,6 +383,10 @@ class Workspace:
                 chars -= len(counts) + 1 if counts else 0
                 uses = asked.uses(self._conf, self.limits, question, int(chars * asked.USES_SHARE))
                 chars -= len(uses) + 1 if uses else 0
+                where = defined.definitions(
+                    self._conf, self.limits, question, int(chars * defined.DEFINED_SHARE)
+                )
+                chars -= len(where) + 1 if where else 0
                 projects = naming.project_names([f.path for f in survey.files])
                 room = int(chars * asked.STRINGS_SHARE)
                 said = asked.strings(self._conf, self.limits, question, terms, room, projects=projects)
@@ -390,7 +394,7 @@ class Workspace:
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
             chunks = asked.constants(self._conf, chunks)
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
-        return mask_secrets("\n".join(part for part in (ran, said, uses, counts, files) if part))
+        return mask_secrets("\n".join(part for part in (ran, said, uses, where, counts, files) if part))
 
     def _cells_ran(self, question: str, chars: int) -> str:
         """For a question about what ran in the notebook, the newest cells run in the kernel (their
