@@ -97,7 +97,7 @@ def definitions(conf: Confinement, limits: ToolLimits, question: str, chars: int
     text = "\n".join([lead, *rows[:DEFINED_LINES]])
     if len(text) <= chars:
         return text
-    cut = text.rfind("\n", 0, chars)
+    cut = text.rfind("\n", 0, chars + 1)  # a row that ends at chars fits
     return text[:cut] if cut > len(lead) else ""
 
 
