@@ -81,7 +81,8 @@ def test_a_function_a_notebook_calls_is_found_where_the_code_defines_it(project:
     rows = text.splitlines()[1:]
     assert rows == ["pkg/config.py:4: def merge_configs(default, overwrite):"]
     # Not the notebook's import, the docs' example, the tests' stand-in or a config key.
-    assert "notebooks/" not in text and "docs/" not in text and "tests/" not in text and "tox.ini" not in text
+    for elsewhere in ("notebooks/", "docs/", "tests/", "tox.ini"):
+        assert elsewhere not in text
 
 
 def test_the_tests_count_when_the_question_asks_about_them(project: Path) -> None:
@@ -114,7 +115,8 @@ def test_base_classes_are_followed_only_when_the_question_asks_for_them(project:
     assert "class BaseWarning" not in located
     # The builtin a chain ends in is not looked up (Exception is no name of the project).
     hook = block(project, "What is the base class of HookFailed?")
-    assert "class ToolError(Exception):" in hook and hook.count("\n") == 2
+    assert "class ToolError(Exception):" in hook
+    assert hook.count("\n") == 2
 
 
 def test_the_decorator_a_named_file_applies_is_looked_up(project: Path) -> None:

@@ -23,6 +23,13 @@ from twinny_magics.naming import Named, defining_line, hop_names, named_bonus, n
         ("What does the project do?", (), ()),
         ("What message does memoize raise for a list?", (), (("memoize",),)),
         ("Which test file has the tests for countby?", (), (("countby",),)),
+        # A kind's plural before "in a file" names no definition; written as a constant, it does.
+        (
+            "The special commands in a/dbcommands.py use a decorator. Which file defines it?",
+            ("a/dbcommands.py",),
+            (),
+        ),
+        ("What are the COMMANDS in a/main.py?", ("a/main.py",), (("COMMANDS",),)),
     ],
 )
 def test_what_a_question_names(
@@ -44,6 +51,9 @@ def test_what_a_question_names(
         ("if K == 5:", "K", False),
         ("return f(x)", "f", False),
         ("def fx():", "f", False),
+        ("    K = 5", "K", True),  # a class attribute
+        ("        commands = []", "commands", False),  # a method's local
+        ("\tK = 5", "K", True),
     ],
 )
 def test_a_definition_line_is_told_from_a_use(line: str, name: str, defines: bool) -> None:

@@ -50,6 +50,14 @@ _NOT_HYPHENATED = frozenset(
     second third last high low long short full half all""".split()  # noqa: SIM905 (a word list)
 )
 _NOT_NAMES = STOPWORDS | frozenset({"it", "which", "this", "that", "one", "each"})
+#: Plural words for kinds of things in code: "the special commands in a/b.py" names no ``commands``
+#: (written so, lowercase; ``COMMANDS in a.py`` is a name).
+_KIND_PLURALS = frozenset(
+    """commands functions classes methods tests options rules keys settings lines files imports calls
+    exceptions errors constants variables fields hooks plugins cells notebooks modules tables columns
+    values entries items arguments parameters definitions names strings messages warnings words types
+    decorators fixtures subclasses""".split()  # noqa: SIM905 (a word list)
+)
 #: Words after a kind's word that say what it does, not its name ("the variable names a file").
 _VERBS = frozenset(
     """names holds has had sets gets takes returns calls uses reads writes raises gives keeps stores points
@@ -111,8 +119,9 @@ def named_in(question: str) -> Named:
     chains: list[tuple[str, ...]] = []
     for pattern in (_NAME_IN_PATH, _PATHS_NAME):
         for match in pattern.finditer(question):
-            if match.group("name").lower() not in _NOT_NAMES:
-                chains.append(tuple(match.group("name").split(".")))
+            name = match.group("name")
+            if name.lower() not in _NOT_NAMES and name not in _KIND_PLURALS:
+                chains.append(tuple(name.split(".")))
     rest = _NAMED_PATH.sub(" ", question)
     for match in _DOTTED.finditer(rest):
         chains.append(tuple(match.group(1).split(".")))
@@ -190,7 +199,9 @@ def _definition_pattern(name: str) -> re.Pattern[str]:
     n = re.escape(name)
     return re.compile(
         rf"^[ \t]*(?:(?:async[ \t]+)?def|class|function|const|let|var|fn|func|struct|enum|type)[ \t]+{n}\b"
-        rf"|^[ \t]*{n}[ \t]*(?::[^=\n]*)?=(?!=)"
+        # An assignment at the top, in a class body or a section: one deeper is a local of a method (a
+        # question's "the commands in a.py" is no ``commands = …`` inside LiteCli.run_cli).
+        rf"|^(?:\t|[ ]{{0,4}}){n}[ \t]*(?::[^=\n]*)?=(?!=)"
         # A key: of a dict literal ('replay_dir': …, a configuration's defaults), of YAML, or a field.
         rf"|^[ \t]*(?:(['\"]){n}\1|{n})[ \t]*:(?![:=])",
         re.MULTILINE,
