@@ -144,6 +144,23 @@ def test_a_named_file_comes_first_when_the_question_names_no_definition(project:
     assert (62, "res.global_classifier.counts  # each class: [15, 15, 15, 15]") in rows
 
 
+def test_a_file_named_in_words_lends_its_name_words_to_no_other_file(project: Path) -> None:
+    # "the session log notebook": "session" and "log" name the file; a module full of log lines is not
+    # what the question asks about, the notebook's query and its output are.
+    (project / "pkg" / "logs.py").write_text(
+        "".join(f"log = logging.getLogger('session {k}')  # session log\n" for k in range(30))
+    )
+    (project / "notebooks").mkdir()
+    (project / "notebooks" / "session_log.py").write_text(
+        "log = [('select * from orders', 3725)]\nslow = {q: took(s) for q, s in log}\n"
+        "# out: {'select * from orders': '1 hour 2 min 5 sec'}\n"
+    )
+    question = "In the session log file, how long did the query select * from orders take?"
+    paths = [path for path, _ in evidence(project, question)]
+    assert paths[0] == "notebooks/session_log.py"
+    assert "pkg/logs.py" not in paths
+
+
 @pytest.mark.parametrize(
     ("source", "question", "start"),
     [

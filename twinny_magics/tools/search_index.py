@@ -343,6 +343,10 @@ class SearchIndex:
         named = replace(named, names=tuple(c for c in named.names if len(c) > 1 or c[0].lower() not in plain))
         if not named.paths:  # "the session log notebook": that file
             named = replace(named, paths=named_by_words(words, [f.path for f in self.last.files]))
+            # Its name's words name it, they are not what is asked: other files' chunks with them (a
+            # ``log = logging.getLogger`` for "the session log notebook") were ranked beside it.
+            its_name = {w for p in named.paths for w in path_words(p.rsplit("/", 1)[-1]).split()}
+            terms = [t for t in terms if t.lower() not in its_name] or terms
         focus = focus_of(words, terms, named)
         tests = bool(named) and ASKS_TESTS.search(words) is not None and not excludes_tests(words)
         try:
