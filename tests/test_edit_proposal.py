@@ -212,3 +212,41 @@ def test_nothing_is_made_when_the_request_pins_nothing_or_the_nudge_is_off(proje
         "In conf/default.yaml, enable the float-values rule."
     )
     assert (project / "conf" / "default.yaml").read_text() == DEFAULTS
+
+
+def test_a_rename_half_made_and_still_described_after_the_finish_nudge_is_finished_from_the_request(
+    project: Path,
+) -> None:
+    """The model renamed the definition, was told where the old name is still used (with the call), and
+    described the rest: the loop makes the next use's rename the request pins down, as that call, through
+    the same review, and the one after it (at most two a reply)."""
+    (project / "app.py").write_text(
+        "def is_select(status):\n    return status\n\n\nif is_select(1):\n    pass\nprint(is_select)\n"
+    )
+    call = {"path": "app.py", "find": "def is_select(status):", "replace": "def is_select_query(status):"}
+    made = "```tool\n" + json.dumps({"name": "edit_file", "arguments": call}) + "\n```"
+    server = ScriptedServer(
+        [made, "I renamed it and its call.", "The call now reads is_select_query(1).", "Done.", "Done."]
+    )
+    agent = Agent(server=server, workspace=project, mode="text", edits="apply")
+    reply = agent.run("In app.py, rename the function is_select to is_select_query, and update its callers.")
+    text = (project / "app.py").read_text()
+    assert "def is_select_query(status):" in text
+    assert "if is_select_query(1):" in text
+    assert "print(is_select_query)" in text
+    made_by_loop = [c for step in reply.steps for c in step.calls if c.id == "call_requested_edit"]
+    assert [c.arguments["find"] for c in made_by_loop] == ["if is_select(1):", "print(is_select)"]
+    assert reply.steps[1].problems == [
+        "answered with a rename half made: told where the old name is still used"
+    ]
+    assert any("was made as that call" in n.text for n in reply.notices)
+    # Under review nothing is on disk, so nothing is half made: only the model's own edit waits.
+    source = "def is_select(status):\n    return status\n\n\nif is_select(1):\n    pass\n"
+    (project / "app.py").write_text(source)
+    server = ScriptedServer([made, "I renamed it and its call.", "Done.", "Done."])
+    reply = Agent(server=server, workspace=project, mode="text", edits="review").run(
+        "In app.py, rename the function is_select to is_select_query, and update its callers."
+    )
+    assert (project / "app.py").read_text() == source
+    assert [p.path for p in reply.pending] == ["app.py"]
+    assert not [c for step in reply.steps for c in step.calls if c.id == "call_requested_edit"]

@@ -56,10 +56,27 @@ def test_an_answer_with_the_old_name_still_used_goes_back_once_to_edit_those_lin
     assert (workspace / "m.py").read_text() == SOURCE.replace("head_tail", "_head_tail")
 
 
-def test_a_second_half_made_answer_is_the_answer(workspace: Path) -> None:
+def test_a_second_half_made_answer_is_finished_by_the_loop_from_the_request(workspace: Path) -> None:
+    """Told where the old name is still used, the model answered again without editing: the loop renames
+    the use the request pins down (the edit nudge's fallback), through edit_file, and asks once more."""
     agent, server = run(
         workspace,
         "Rename head_tail to _head_tail in m.py.",
+        Scripted("", (RENAME_DEF,)),
+        "Done.",
+        "Done, really.",
+        "All renamed.",
+    )
+    assert agent.replies[-1].text == "All renamed."
+    assert len(server.requests) == 4
+    assert (workspace / "m.py").read_text() == SOURCE.replace("head_tail", "_head_tail")
+
+
+def test_a_second_half_made_answer_is_the_answer_when_the_request_pins_no_edit(workspace: Path) -> None:
+    # No file named: the request pins no line down, and the second answer stands.
+    agent, server = run(
+        workspace,
+        "Rename head_tail to _head_tail everywhere.",
         Scripted("", (RENAME_DEF,)),
         "Done.",
         "Done, really.",

@@ -482,15 +482,16 @@ class Run:
     async def _fenced_edit(self, record: Step, text: str, plan: ContextPlan) -> bool:
         """A reply to a request for a change that printed the changed code in a fence instead of calling
         the edit tool: the fence read as the edit it proposes and run as that call, through the same tool
-        and approval (``fenced_edits``); nudged with the ready call and still describing, the edit the
-        request pins down (`requested_edit`). Whether it ran."""
-        if self.fenced >= 2 or self.calls.edited or not self.settings.edit_first:
+        and approval (``fenced_edits``); nudged with the ready call (to make it, or to finish a rename
+        half made) and still describing, the edit the request pins down (`requested_edit`). Whether it ran."""
+        if self.fenced >= 2 or not self.settings.edit_first:
             return False
         if not self.question.asks_change or not offers_the_nudged_edit(self.tools):
             return False
-        call = await fenced_edit(text, self.question.text, self.messages, self.tools)
-        if call is None and self.edit_nudged:  # nudged with the ready call, still described: the request's
-            call = await requested_edit(self.question.text, self.tools)
+        edited = self.calls.edited
+        call = None if edited else await fenced_edit(text, self.question.text, self.messages, self.tools)
+        if call is None and (self.finish_nudged if edited else self.edit_nudged):  # still described: the
+            call = await requested_edit(self.question.text, self.tools)  # request's (its next use left)
         if call is None:
             return False
         self.fenced += 1
