@@ -272,3 +272,14 @@ def test_a_line_that_only_uses_the_name_does_not_answer_where_it_is_defined(tmp_
     assert defined.status == "holds"
     [other] = asyncio.run(citations.check("It is called at test_repo.py:5.", "Where is expand called?", ws))
     assert other.status == "holds"
+
+
+def test_the_cited_file_itself_is_not_what_its_line_must_hold() -> None:
+    """'merge is defined in lib.py (lib.py:1)': the line is in lib.py; it cannot hold its own file name."""
+    tokens = citations.answer_tokens(
+        "merge is defined in pkg/lib.py (pkg/lib.py:1).", "Which file defines merge?"
+    )
+    assert "pkg/lib.py" not in tokens
+    assert "lib.py" not in tokens
+    # Another file the answer names is still a token (its line may import it).
+    assert "other.py" in citations.answer_tokens("It comes from other.py (pkg/lib.py:3).", "Where?")

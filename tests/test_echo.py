@@ -51,6 +51,22 @@ def test_only_once_a_reply(workspace: Path) -> None:
     assert len(server.requests) == 2
 
 
+def test_the_named_file_that_defines_the_name_asked_for_is_the_answer(workspace: Path) -> None:
+    (workspace / "lib.py").write_text("def merge(a, b):\n    return a | b\n")
+    (workspace / "use.py").write_text("from lib import merge\nmerge({}, {})\n")
+    agent, server = ask(
+        workspace, "merge is defined in lib.py (lib.py:1).", question="Which file defines merge? See lib.py."
+    )
+    assert agent.replies[-1].text == "merge is defined in lib.py (lib.py:1)."
+    assert len(server.requests) == 1
+    # The file that only uses it, given back, goes back.
+    agent, server = ask(
+        workspace, "In use.py.", "lib.py (lib.py:1).", question="use.py calls merge. Which file defines it?"
+    )
+    assert agent.replies[-1].text == "lib.py (lib.py:1)."
+    assert agent.replies[-1].steps[0].problems == [echo.PROBLEM]
+
+
 def test_a_right_answer_goes_through(workspace: Path) -> None:
     agent, server = ask(workspace, RIGHT)
     assert agent.replies[-1].text == RIGHT

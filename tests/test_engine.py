@@ -248,6 +248,7 @@ ORDER = (
     "citations",
     "fenced_edits",
     "grounding",
+    "echo",
     "supported",
     "run",
 )

@@ -89,7 +89,10 @@ def find_citations(text: str) -> list[tuple[str, int]]:
 def answer_tokens(text: str, question: str) -> set[str]:
     """What an answer says that a cited line should hold: code and quoted strings it writes, names
     written as code, numbers (not the cited line numbers), and the names the question asks about."""
-    cited = {str(line) for _, line in find_citations(text)}
+    pairs = find_citations(text)
+    cited = {str(line) for _, line in pairs}
+    # The file a citation names is where the line is, not what it holds ("defined in lib.py (lib.py:1)").
+    files = {name for path, _ in pairs for name in (path, path.rsplit("/", 1)[-1])}
     plain = _CITATION.sub(" ", text)
     tokens: set[str] = set()
     for match in _CODE.finditer(plain):
@@ -101,7 +104,7 @@ def answer_tokens(text: str, question: str) -> set[str]:
             tokens.add(word)
     tokens.update(n for n in _NUMBER.findall(plain) if n not in cited)
     tokens.update(chain[-1] for chain in named_in(question).names)
-    return {t for t in tokens if t and len(t) <= 120}
+    return {t for t in tokens if t and len(t) <= 120 and t not in files}
 
 
 def holds(tokens: set[str], lines: Sequence[str], question: str) -> bool:

@@ -404,7 +404,7 @@ class Run:
         ):
             return False
         missing = await ungrounded(reply.text, question.text, self.messages, self.tools)
-        same = None if missing else echo.echoed(reply.text, question.text)
+        same = None if missing else await echo.given_back(reply.text, question.text, self.tools)
         if not (missing or same):
             return False
         self.quoted = True
