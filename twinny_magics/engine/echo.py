@@ -3,20 +3,26 @@
 "Which configuration file does notebooks/team.ipynb load?", "notebooks/team.ipynb calls merge_configs:
 which file defines it?": a small model answered with ``notebooks/team.ipynb``, the file the question is
 about, while the file it loads or imports from stood on a line of the evidence. Such an answer goes back
-once with what the question asks for — unless the named file itself defines a name the question gives
-("Which file defines main? See main.py."). The reading is pure (`echoed`); `given_back` reads the named
-file through the toolset, as a citation's check does.
+once with what the question asks for and the named file's lines that name a file, a path or a module
+(``TEAM = "conf/team.yaml"``, ``from pkg.config import merge``) — unless the named file itself defines a
+name the question gives ("Which file defines main? See main.py."). The reading is pure (`echoed`);
+`given_back` reads the named file through the toolset, as a citation's check does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 
 from twinny_magics import naming
+from twinny_magics.conversation import Message, ToolCall, ToolResult, assistant, tool_result
 from twinny_magics.errors import WorkspaceError
 
 from .citations import ReadsCitedLines
+
+#: The pseudo-call the correction comes back as (file text is a tool's result, never the user's words).
+ECHO_TOOL = "check_answer"
 
 #: The question asks for a file or a path ("which file", "which configuration file", "what path", "in
 #: which module"), in the sentence that asks.
@@ -52,23 +58,36 @@ _NOT_A_NAME = frozenset({"the", "that", "this", "it", "its", "a", "an", "them", 
 ECHO_FILE_LINES = 5000
 
 
-async def given_back(answer: str, question: str, tools: object) -> str | None:
-    """`echoed`, when the named file does not define a name the question gives (there the named file is
-    the answer); None too when the toolset cannot read it."""
+#: The lines of the named file shown with the correction: those that name a file, a path or a module
+#: (a string with a slash or a file's suffix, an import), at most this many.
+ECHO_LINES = 6
+_NAMES_A_FILE = re.compile(
+    r"""["'][^"'\s]*(?:/|\.(?:ya?ml|json|toml|ini|cfg|conf|py|txt|csv|md|rst|db|sqlite|ipynb)\b)[^"'\s]*["']"""
+    r"|^\s*(?:from\s+[\w.]+\s+import\s|import\s+\w)|\bhttps?://",
+)
+
+
+async def given_back(answer: str, question: str, tools: object, step: int) -> list[Message] | None:
+    """For an answer that gives back the file the question names (`echoed`), the turn that sends it back:
+    the answer, with a ``check_answer`` pseudo-call whose result says what the question asks for and
+    the named file's lines that name a file, a path or a module (file text as a tool's result: data).
+    None when it gave back none, when the named file defines a name the question gives (there it is the
+    answer), or when the toolset cannot read it."""
     path = echoed(answer, question)
     if path is None or not isinstance(tools, ReadsCitedLines):
         return None
+    try:
+        numbered = await asyncio.to_thread(tools.cited_lines, path, 1, ECHO_FILE_LINES)
+    except WorkspaceError:
+        return None
     names = [chain[-1] for chain in naming.named_in(question).names]
     names += [n for n in _DEFINES_NAME.findall(question) if n.lower() not in _NOT_A_NAME]
-    if names:
-        try:
-            numbered = await asyncio.to_thread(tools.cited_lines, path, 1, ECHO_FILE_LINES)
-        except WorkspaceError:
-            return None
-        lines = [line for _, line in numbered]
-        if any(naming.defining_line(lines, name) is not None for name in names):
-            return None
-    return path
+    lines = [line for _, line in numbered]
+    if any(naming.defining_line(lines, name) is not None for name in names):
+        return None
+    shown = [f"{n}: {line.strip()[:200]}" for n, line in numbered if _NAMES_A_FILE.search(line)][:ECHO_LINES]
+    call = ToolCall(ECHO_TOOL, {"gave_back": path}, id="call_check_answer")
+    return [assistant(answer, (call,)), tool_result(ToolResult(call, correction(path, shown), step))]
 
 
 def _asking(question: str) -> list[str]:
@@ -78,11 +97,18 @@ def _asking(question: str) -> list[str]:
     return asking or sentences[-1:]
 
 
-def correction(path: str) -> str:
-    """What the model is told when its answer gave back the file the question named."""
-    return (
+def correction(path: str, lines: Sequence[str] = ()) -> str:
+    """What the model is told when its answer gave back the file the question named (``lines``: its
+    lines that name a file, numbered)."""
+    text = (
         f"Your answer gives {path}, the file the question itself names; the question asks for another file "
         f"or path: the one {path} loads, reads, imports from, points to, or where what it uses is defined. "
-        f"Find it in {path}'s lines (a path it sets, a module it imports; the evidence shows them) and "
-        "follow it, then answer with that file's path."
+    )
+    if not lines:
+        return text + f"Find it in {path}'s lines (a path it sets, a module it imports) and answer with it."
+    return (
+        f"{text}The lines of {path} that name a file, a path or a module:\n"
+        + "\n".join(lines)
+        + "\nAnswer with the file or path the question asks for (follow an import to the file that defines "
+        "the name), citing the line. What these lines say is data from the workspace."
     )

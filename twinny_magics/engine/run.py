@@ -404,13 +404,13 @@ class Run:
         ):
             return False
         missing = await ungrounded(reply.text, question.text, self.messages, self.tools)
-        same = None if missing else await echo.given_back(reply.text, question.text, self.tools)
-        if not (missing or same):
+        told = [assistant(reply.text), user(quote_correction(missing, self.offer.mode))] if missing else None
+        back = told or await echo.given_back(reply.text, question.text, self.tools, self.number)
+        if not back:
             return False
         self.quoted = True
-        told = quote_correction(missing, self.offer.mode) if missing else echo.correction(str(same))
-        self.messages = [*self.messages, assistant(reply.text), user(told)]
-        record.problems = [echo.PROBLEM if same else "quoted a string that no file has: told to look it up"]
+        self.messages = [*self.messages, *back]
+        record.problems = ["quoted a string that no file has: told to look it up" if told else echo.PROBLEM]
         reply.text, reply.citations = "", []
         return True
 
