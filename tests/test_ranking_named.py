@@ -121,6 +121,22 @@ def test_a_named_file_that_uses_a_name_comes_before_the_names_definition(project
     assert (4, 'render_shape(3, fmt="{:.0f}")') in rows
 
 
+def test_where_a_name_a_short_named_file_uses_is_defined_its_definition_leads(project: Path) -> None:
+    (project / "pkg" / "render.py").write_text(
+        'def render_shape(shape, fmt="{}"):\n    return fmt.format(shape)\n'
+    )
+    (project / "pkg" / "report.py").write_text(
+        'from pkg.render import render_shape\n\nTITLE = "report"\nrender_shape(3, fmt="{:.0f}")\n'
+    )
+    chunks = evidence(project, "pkg/report.py calls render_shape. Which file defines that function?")
+    assert [path for path, _ in chunks[:2]] == ["pkg/render.py", "pkg/report.py"]
+    assert (1, 'def render_shape(shape, fmt="{}"):') in chunks[0][1]
+    # A named file that defines it itself stays first.
+    (project / "pkg" / "report.py").write_text("def render_shape(x):\n    return x\n\nrender_shape(3)\n")
+    chunks = evidence(project, "pkg/report.py calls render_shape. Which file defines that function?")
+    assert chunks[0][0] == "pkg/report.py"
+
+
 def test_a_named_file_comes_first_when_the_question_names_no_definition(project: Path) -> None:
     # Another file says the question's words more often (a library's docstring); the question asks
     # about the file it names, which says them once, beside the numbers asked for.

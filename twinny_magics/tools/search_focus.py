@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
-from twinny_magics.naming import Named
+from twinny_magics.naming import Named, defining_line
 from twinny_magics.outline import Definition
 from twinny_magics.retrieval import Chunk
 
@@ -332,3 +332,15 @@ def enclosing_of(lines: Sequence[str], outline: Sequence[Definition], first: int
     before = [d for d in outline if d.line < first]
     outer = max(before, key=lambda d: d.line) if before else None
     return f"{outer.kind} {outer.name}" if outer and outer.kind in _ENCLOSING else ""
+
+
+def with_whole(named: Named, whole: Chunk, found: Sequence[Chunk], n: int) -> list[Chunk]:
+    """The ``n`` chunks with a short named file ``whole``: first; second, after the best chunk, when the
+    question asks where a name it gives is defined, that chunk defines it and the file does not (a
+    notebook that imports the function led, and the model answered with the notebook)."""
+    rest = [c for c in found if c.path != whole.path]
+    names = [chain[-1] for chain in named.names] if named.definition and rest else []
+    defined = [n for n in names if defining_line(rest[0].lines, n) is not None] if names else []
+    if defined and not any(defining_line(whole.lines, name) is not None for name in names):
+        return [rest[0], whole, *rest[1:]][:n]
+    return [whole, *rest][:n]

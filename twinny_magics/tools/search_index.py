@@ -85,6 +85,7 @@ from twinny_magics.tools.search_focus import (
     option_bonus,
     setting_bonus,
     spread,
+    with_whole,
 )
 
 INDEX_VERSION = "3"
@@ -362,15 +363,14 @@ class SearchIndex:
         return self._whole(named, from_focus(found, focus), n)
 
     def _whole(self, named: Named, found: list[Chunk], n: int) -> list[Chunk]:
-        """A short file the question names, whole and first: a count made from two chunks of six is
-        wrong, and a value 14 lines into a 21-line file is missed by a 6-line chunk of it."""
+        """A short file the question names, whole (`with_whole` says where): a count made from two chunks
+        of six is wrong, and a value 14 lines into a 21-line file is missed by a 6-line chunk of it."""
         if not named.paths:
             return found
         for path in [f.path for f in self.last.files if named.names_file(f.path)][:3]:
             lines = self._lines(path, WHOLE_LINES + 1) if self._visible(path) else None
             if lines and len(lines) <= WHOLE_LINES:
-                whole = Chunk(path, 1, len(lines), tuple(lines), (), _WHOLE_SCORE)
-                return [whole, *[c for c in found if c.path != path]][:n]
+                return with_whole(named, Chunk(path, 1, len(lines), tuple(lines), (), _WHOLE_SCORE), found, n)
         return found
 
     def _search(
