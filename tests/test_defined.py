@@ -180,3 +180,32 @@ def test_the_head_start_puts_the_block_before_the_evidence(project: Path) -> Non
     assert text.index("pkg/config.py:4: def merge_configs") < text.index(
         "Found by the loop before your first step"
     )
+
+
+def test_the_decorators_definition_leads_the_evidence(project: Path) -> None:
+    question = (
+        "The commands in pkg/special/dbcommands.py are registered with a decorator. Which file defines it?"
+    )
+    ws = Workspace(project)
+    try:
+        lead = defined.applied_definition(ws._conf, ws.limits, question)
+        text = ws.head_start(question, 2000, map=False)
+    finally:
+        ws.index.close()
+    assert lead is not None
+    assert (lead.path, lead.start, lead.end) == ("pkg/special/main.py", 4, 8)
+    assert lead.lines[0] == "def special_command(name, help=''):"
+    evidence = text.split("(ranked search):", 1)[1]
+    assert evidence.lstrip().startswith("pkg/special/main.py")
+    # No decorator asked about, or none found: nothing leads.
+    ws = Workspace(project)
+    try:
+        assert defined.applied_definition(ws._conf, ws.limits, QUESTION) is None
+        assert (
+            defined.applied_definition(
+                ws._conf, ws.limits, "Which file defines the decorator in pkg/calls.py?"
+            )
+            is None
+        )
+    finally:
+        ws.index.close()

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from twinny_magics import naming, tally
 from twinny_magics.errors import WorkspaceError
+from twinny_magics.retrieval import Chunk
 from twinny_magics.tools import files, grep
 from twinny_magics.tools.base import ToolLimits
 from twinny_magics.tools.paths import Confinement
@@ -155,6 +156,45 @@ def _defined(conf: Confinement, limits: ToolLimits, chain: tuple[str, ...], test
     in_owner = [p for p in places if owners and any(o in p[1].lower() for o in owners)]
     best = sorted(in_owner or places, key=lambda p: p[0])[:DEFINED_EACH]
     return [f"{path}:{number}: {text}" for _, path, number, text in best]
+
+
+#: The decorator's definition leads the evidence with at most this many of its lines.
+LEAD_LINES = 14
+
+
+def applied_definition(conf: Confinement, limits: ToolLimits, question: str) -> Chunk | None:
+    """For a question that asks where "the decorator" a file it names applies is defined, that definition
+    as a chunk to lead the evidence (its lines to its body's end, at most `LEAD_LINES`): the ranking
+    knows the name only from the file (the question gives none), and with the named file's chunks first
+    the model answered with that file. None otherwise."""
+    if not (asks_definition(question) and _DECORATOR.search(question)):
+        return None
+    for name in _decorators(conf, naming.named_in(question).paths):
+        for row in _defined(conf, limits, (name,), tests=False):
+            path, _, rest = row.partition(":")
+            number = int(rest.partition(":")[0])
+            if not _DEF_OR_CLASS.match(rest.partition(": ")[2]):
+                continue
+            try:
+                reader = files.TextLines(conf.resolve(path), keep=400)
+                lines = [head for _, (head, _) in zip(range(number - 1 + LEAD_LINES), reader, strict=False)]
+            except (OSError, WorkspaceError, ValueError):
+                return None
+            body = lines[number - 1 :]
+            indent = len(body[0]) - len(body[0].lstrip()) if body else 0
+            end = next(
+                (
+                    k
+                    for k, line in enumerate(body[1:], 1)
+                    if line.strip()
+                    and len(line) - len(line.lstrip()) <= indent
+                    and not line.lstrip().startswith((")", "]", "}"))
+                ),
+                len(body),
+            )
+            shown = tuple(files.shown_text("\n".join(body[:end])).split("\n"))
+            return Chunk(path, number, number + len(shown) - 1, shown, (name,))
+    return None
 
 
 def _decorators(conf: Confinement, paths: Sequence[str]) -> list[str]:

@@ -392,6 +392,9 @@ class Workspace:
                 said = asked.strings(self._conf, self.limits, question, terms, room, projects=projects)
                 chars -= len(said) + 1 if said else 0
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
+            if where and (lead := defined.applied_definition(self._conf, self.limits, question)) is not None:
+                others = [c for c in chunks if c.path != lead.path or not c.start <= lead.start <= c.end]
+                chunks = [lead, *others][:EVIDENCE_CHUNKS]
             chunks = asked.constants(self._conf, chunks)
             files = retrieval.head_start_text(survey if map else None, chunks, terms, chars)
         return mask_secrets("\n".join(part for part in (ran, said, uses, where, counts, files) if part))
