@@ -248,7 +248,6 @@ ORDER = (
     "citations",
     "fenced_edits",
     "grounding",
-    "echo",
     "supported",
     "run",
 )

@@ -8,9 +8,8 @@
 - ``telling``: the events and notices of a reply.
 - ``reading``: one streamed request, the lazy grammar's continuation included.
 - ``calls``: a step's calls, run once each, with the repeat guard.
-- ``citations``, ``fenced_edits``, ``grounding``, ``echo``, ``supported``: the checks of an answer (its
-  cited lines, a change written instead of made, quoted strings, the named file given back, what a small
-  model's prose rests on).
+- ``citations``, ``fenced_edits``, ``grounding``, ``supported``: the checks of an answer (its cited
+  lines, a change written instead of made, quoted strings, what a small model's prose rests on).
 - ``run``: the reply as a short state machine, its retries one layer per kind of refusal.
 
 Each imports only those above it in this list (and the pure core, the contracts and the events);

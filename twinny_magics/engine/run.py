@@ -47,7 +47,6 @@ from twinny_magics.retrieval import HEAD_START_LEAD, HEAD_START_TOOL
 from twinny_magics.unanswered import not_done, unfinished_edit
 from twinny_magics.window_warning import small_window_warning
 
-from . import echo
 from .calls import Calls, edit_nudge, offers_the_nudged_edit
 from .citations import check as check_cited
 from .citations import correction as cited_correction
@@ -393,8 +392,7 @@ class Run:
 
     async def _check_quotes(self, record: Step) -> bool:
         """An answer that quotes a string as from the code which no file has goes back once to look it
-        up (``grounding``); one that gives back the file the question names, asking for another, goes back
-        once (``echo``). Whether it went back."""
+        up (``grounding``). Whether it went back."""
         reply, question = self.reply, self.question
         if (
             self.quoted
@@ -404,13 +402,12 @@ class Run:
         ):
             return False
         missing = await ungrounded(reply.text, question.text, self.messages, self.tools)
-        told = [assistant(reply.text), user(quote_correction(missing, self.offer.mode))] if missing else None
-        back = told or await echo.given_back(reply.text, question.text, self.tools, self.number)
-        if not back:
+        if not missing:
             return False
         self.quoted = True
-        self.messages = [*self.messages, *back]
-        record.problems = ["quoted a string that no file has: told to look it up" if told else echo.PROBLEM]
+        told = quote_correction(missing, self.offer.mode)
+        self.messages = [*self.messages, assistant(reply.text), user(told)]
+        record.problems = ["quoted a string that no file has: told to look it up"]
         reply.text, reply.citations = "", []
         return True
 
