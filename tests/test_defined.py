@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from twinny_magics.retrieval import Chunk
 from twinny_magics.tools import defined
 from twinny_magics.tools.workspace import Workspace
 
@@ -69,6 +70,11 @@ def project(tmp_path: Path) -> Path:
 
 
 def block(root: Path, question: str, chars: int = 2000) -> str:
+    return looked_up(root, question, chars)[0]
+
+
+def looked_up(root: Path, question: str, chars: int = 2000) -> tuple[str, Chunk | None]:
+    """The definitions block and the chunk that leads the evidence, for ``question``."""
     ws = Workspace(root)
     try:
         return defined.definitions(ws._conf, ws.limits, question, chars)
@@ -186,9 +192,9 @@ def test_the_decorators_definition_leads_the_evidence(project: Path) -> None:
     question = (
         "The commands in pkg/special/dbcommands.py are registered with a decorator. Which file defines it?"
     )
+    lead = looked_up(project, question)[1]
     ws = Workspace(project)
     try:
-        lead = defined.applied_definition(ws._conf, ws.limits, question)
         text = ws.head_start(question, 2000, map=False)
     finally:
         ws.index.close()
@@ -198,14 +204,5 @@ def test_the_decorators_definition_leads_the_evidence(project: Path) -> None:
     evidence = text.split("(ranked search):", 1)[1]
     assert evidence.lstrip().startswith("pkg/special/main.py")
     # No decorator asked about, or none found: nothing leads.
-    ws = Workspace(project)
-    try:
-        assert defined.applied_definition(ws._conf, ws.limits, QUESTION) is None
-        assert (
-            defined.applied_definition(
-                ws._conf, ws.limits, "Which file defines the decorator in pkg/calls.py?"
-            )
-            is None
-        )
-    finally:
-        ws.index.close()
+    assert looked_up(project, QUESTION)[1] is None
+    assert looked_up(project, "Which file defines the decorator in pkg/calls.py?")[1] is None

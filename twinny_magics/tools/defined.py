@@ -63,25 +63,30 @@ def asks_definition(question: str) -> bool:
     return _ASKS.search(question) is not None
 
 
-def definitions(conf: Confinement, limits: ToolLimits, question: str, chars: int) -> str:
-    """The definitions block for ``question`` within ``chars``; '' when it asks no such thing, names
-    nothing, or nothing it names is defined in the workspace."""
+def definitions(conf: Confinement, limits: ToolLimits, question: str, chars: int) -> tuple[str, Chunk | None]:
+    """The definitions block for ``question`` within ``chars`` ('' when it asks no such thing, names
+    nothing, or nothing it names is defined in the workspace) and, with a block, for "the decorator" of a
+    file it names, that decorator's definition as a chunk to lead the evidence (`_applied_definition`)."""
     if not asks_definition(question) or tally.asks_count(question):  # a count has its own block
-        return ""
+        return "", None
     named = naming.named_in(question)
     chains = [chain for chain in named.names if chain[-1].isidentifier() and len(chain[-1]) >= 3]
-    if _DECORATOR.search(question):
-        chains += [(name,) for name in _decorators(conf, named.paths)]
+    applied = _decorators(conf, named.paths) if _DECORATOR.search(question) else []
+    chains += [(name,) for name in applied]
     tests = re.search(r"\btests?\b", question, re.IGNORECASE) is not None
     bases = _BASES_ASKED.search(question) is not None
     rows: list[str] = []
     seen: set[str] = set()
     looked = 0
+    # What each name's grep found, kept for the lead (which looks outside the tests): one grep a name.
+    known: dict[str, list[str]] = {}
     for chain in dict.fromkeys(chains):
         if looked >= DEFINED_NAMES:
             break
         seen.add(chain[-1])
         found = _defined(conf, limits, chain, tests)
+        if len(chain) == 1 and not tests:
+            known[chain[0]] = found
         looked += bool(found)
         rows += [row for row in found if row not in rows]
         # The second hop: what a name is set to; what a class is built on, when that is asked.
@@ -90,18 +95,19 @@ def definitions(conf: Confinement, limits: ToolLimits, question: str, chars: int
                 seen.add(name)
                 rows += [row for row in _defined(conf, limits, (name,), tests) if row not in rows]
     if not rows:
-        return ""
+        return "", None
     lead = (
         "Where the names the question gives are defined, found by the loop with grep over the whole "
         "workspace (a method after its class; then what a name is set to or built on):"
     )
     text = "\n".join([lead, *rows[:DEFINED_LINES]])
-    if len(text) <= chars:
-        return text
-    cut = text.rfind("\n", 0, chars + 1)  # a row that ends at chars fits
-    return text[:cut] if cut > len(lead) else ""
+    if len(text) > chars:
+        cut = text.rfind("\n", 0, chars + 1)  # a row that ends at chars fits
+        text = text[:cut] if cut > len(lead) else ""
+    return (text, _applied_definition(conf, limits, applied, known)) if text else ("", None)
 
 
+_DEF_OR_CLASS = re.compile(r"\s*(?:async\s+def|def|class)\s")
 _NOT_HOPS = frozenset({"object", "None", "True", "False", "Exception", "self", "cls"})
 
 
@@ -110,9 +116,7 @@ def _next_hop(rows: Sequence[str], bases: bool) -> list[str]:
     out: list[str] = []
     for row in rows:
         text = row.split(": ", 1)[-1]
-        if (assigned := _ASSIGNED_NAME.search(text)) and not re.match(
-            r"\s*(?:async\s+)?(?:def|class)\s", text
-        ):
+        if (assigned := _ASSIGNED_NAME.search(text)) and not _DEF_OR_CLASS.match(text):
             out.append(assigned.group(1))
         if bases and (found := _CLASS_BASES.match(text)):
             out += [b.strip().rsplit(".", 1)[-1] for b in found.group(1).split(",") if "=" not in b]
@@ -124,9 +128,6 @@ def _definition_grep(name: str) -> str:
     # A def or class at any depth; an assignment at the top level or to an attribute (grep shows neither
     # indent nor what holds an assignment: a local ``commands = []`` is no definition).
     return rf"^\s*(?:async\s+def|def|class)\s+{n}\b|^(?:\s*(?:self|cls)\.)?{n}\s*(?::[^=\n]*)?=(?!=)"
-
-
-_DEF_OR_CLASS = re.compile(r"\s*(?:async\s+def|def|class)\s")
 
 
 def _defined(conf: Confinement, limits: ToolLimits, chain: tuple[str, ...], tests: bool) -> list[str]:
@@ -162,15 +163,17 @@ def _defined(conf: Confinement, limits: ToolLimits, chain: tuple[str, ...], test
 LEAD_LINES = 14
 
 
-def applied_definition(conf: Confinement, limits: ToolLimits, question: str) -> Chunk | None:
-    """For a question that asks where "the decorator" a file it names applies is defined, that definition
-    as a chunk to lead the evidence (its lines to its body's end, at most `LEAD_LINES`): the ranking
-    knows the name only from the file (the question gives none), and with the named file's chunks first
-    the model answered with that file. None otherwise."""
-    if not (asks_definition(question) and _DECORATOR.search(question)):
-        return None
-    for name in _decorators(conf, naming.named_in(question).paths):
-        for row in _defined(conf, limits, (name,), tests=False):
+def _applied_definition(
+    conf: Confinement, limits: ToolLimits, applied: Sequence[str], known: dict[str, list[str]]
+) -> Chunk | None:
+    """The first definition (a def or class) of the decorators a named file ``applied``, as a chunk to
+    lead the evidence (its lines to its body's end, at most `LEAD_LINES`): the ranking knows the name only
+    from the file (the question gives none), and with the named file's chunks first the model answered
+    with that file. ``known``: the rows the block's grep found outside the tests, by name. None when
+    there is none."""
+    for name in applied:
+        rows = known[name] if name in known else _defined(conf, limits, (name,), tests=False)
+        for row in rows:
             path, _, rest = row.partition(":")
             number = int(rest.partition(":")[0])
             if not _DEF_OR_CLASS.match(rest.partition(": ")[2]):

@@ -376,6 +376,7 @@ class Workspace:
         # read by later calls (the map says how many files wait).
         survey = self.index.update(HEAD_START_SECONDS)
         files = counts = uses = said = where = ""
+        lead: retrieval.Chunk | None = None
         if survey.files:  # an empty folder: nothing to map or find, and "(no files)" only distracts
             terms = retrieval.query_terms(question)
             if evidence:
@@ -383,7 +384,7 @@ class Workspace:
                 chars -= len(counts) + 1 if counts else 0
                 uses = asked.uses(self._conf, self.limits, question, int(chars * asked.USES_SHARE))
                 chars -= len(uses) + 1 if uses else 0
-                where = defined.definitions(
+                where, lead = defined.definitions(
                     self._conf, self.limits, question, int(chars * defined.DEFINED_SHARE)
                 )
                 chars -= len(where) + 1 if where else 0
@@ -392,7 +393,7 @@ class Workspace:
                 said = asked.strings(self._conf, self.limits, question, terms, room, projects=projects)
                 chars -= len(said) + 1 if said else 0
             chunks = self.index.search(question, EVIDENCE_CHUNKS, update=False) if evidence and terms else []
-            if where and (lead := defined.applied_definition(self._conf, self.limits, question)) is not None:
+            if lead is not None:  # the decorator a named file applies: its definition first
                 others = [c for c in chunks if c.path != lead.path or not c.start <= lead.start <= c.end]
                 chunks = [lead, *others][:EVIDENCE_CHUNKS]
             chunks = asked.constants(self._conf, chunks)
